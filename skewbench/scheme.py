@@ -1,0 +1,170 @@
+"""The one protocol every partitioning scheme follows (after Storm's ``CustomStreamGrouping``).
+
+A :class:`Scheme` object is the router of **one source**: it sees only that source's messages and
+keeps that source's state (local load estimates, sketches, routing tables).  Keys arrive as 64-bit
+fingerprints (:mod:`skewbench.hashing`).
+
+* The constructor takes parameters only and stores them unchanged; derived state lives in
+  ``_``-prefixed attributes built by :meth:`Scheme.reset`.
+* :meth:`candidates` is pure: the workers a key may go to, the same on every machine.
+* :meth:`route` / :meth:`route_many` pick among the candidates and update the state;
+  ``route_many(fps)`` equals ``[route(fp) for fp in fps]``.
+* ``coupling`` tells a driver how sources relate: ``"local"`` — each source routes alone (its
+  state depends only on its own messages); ``"global"`` — the scheme models shared state (a global
+  load oracle, a routing table every source must agree on), so one object routes all sources'
+  messages in arrival order.
+* Adaptive schemes (``adaptive = True``) also implement :meth:`rebalance`, which turns the
+  statistics of the last interval into a :class:`Plan` — plain data that the simulator and the
+  Spark pipeline both execute with :meth:`apply`.
+* Offline schemes (``offline = True``, e.g. Off-Greedy) are first given the whole stream's
+  statistics with :meth:`fit`.
+* Objects pickle (PySpark ships them to executors) and :meth:`merge` sums per-source estimates.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from skewbench.hashing import fingerprint
+
+REGISTRY: dict[str, type[Scheme]] = {}
+
+
+def register(cls: type[Scheme]) -> type[Scheme]:
+    """Class decorator: make a scheme available under ``cls.name`` (CLI, simulator, Spark)."""
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise ValueError(f"scheme name {cls.name!r} registered twice")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What a controller sees at the end of an interval.
+
+    ``keys``/``counts``: fingerprints and message counts of the keys seen in the interval (exact;
+    schemes that model a sketch keep their own). ``loads``: messages per worker in the interval.
+    ``costs``: optional per-key processing cost (e.g. injected CPU delay); ``None`` means 1 each.
+    ``now``: the simulated clock at the end of the interval, in seconds.
+    """
+
+    keys: np.ndarray
+    counts: np.ndarray
+    loads: np.ndarray
+    now: float = 0.0
+    costs: np.ndarray | None = None
+
+
+MOVE_DTYPE = np.dtype([("key", np.uint64), ("src", np.int64), ("dst", np.int64)])
+
+
+@dataclass
+class Plan:
+    """A rebalancing decision, as data.
+
+    ``table_keys``/``table_workers``: the explicit routing table after the plan (keys not in it
+    fall back to the scheme's hash function). ``moves``: one ``(key, src, dst)`` row per key whose
+    state migrates (:data:`MOVE_DTYPE`). ``workers``: the worker count the plan is for.
+    ``build_seconds``: wall time spent constructing it.
+    """
+
+    table_keys: np.ndarray
+    table_workers: np.ndarray
+    moves: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=MOVE_DTYPE))
+    workers: int = 0
+    build_seconds: float = 0.0
+
+    def table(self) -> dict[int, int]:
+        return dict(zip(self.table_keys.tolist(), self.table_workers.tolist()))
+
+
+class Scheme:
+    """Base class; see the module docstring for the contract."""
+
+    name: ClassVar[str] = ""
+    coupling: ClassVar[str] = "local"
+    adaptive: ClassVar[bool] = False
+    offline: ClassVar[bool] = False  # needs fit() with the whole stream's statistics first
+    splits_keys: ClassVar[bool] = False  # may send one key to several workers
+
+    def __init__(self, workers: int, seed: int = 0):
+        if int(workers) < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = int(workers)
+        self.seed = int(seed)
+        self.reset()
+
+    # -- state ---------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """(Re)build derived state from the parameters."""
+
+    def spawn(self) -> Scheme:
+        """A fresh router for another source, with the same parameters and empty state."""
+        twin = copy.copy(self)
+        twin.reset()
+        return twin
+
+    def merge(self, other: Scheme) -> Scheme:
+        """Combine per-source estimates (default: nothing to combine)."""
+        return self
+
+    def sync(self, loads: np.ndarray) -> None:
+        """Told the true per-worker loads (periodic probing); default: ignored."""
+
+    # -- routing -------------------------------------------------------------------------------
+    def candidates(self, fp: int) -> np.ndarray:
+        """Workers that may receive key ``fp`` (pure, deterministic)."""
+        raise NotImplementedError
+
+    def route(self, fp: int, now: float = 0.0) -> int:
+        """Worker for one message with key fingerprint ``fp`` at time ``now``; updates state."""
+        return int(self.route_many(np.array([fp], dtype=np.uint64), np.array([now]))[0])
+
+    def route_many(self, fps: np.ndarray, now: np.ndarray | None = None) -> np.ndarray:
+        """Workers (int64) for a batch of messages, in order; equals the ``route`` loop."""
+        raise NotImplementedError
+
+    def route_key(self, key: str | bytes | int, now: float = 0.0) -> int:
+        """Convenience: route a raw key (str/bytes/int) by its fingerprint."""
+        return self.route(fingerprint(key), now)
+
+    def fit(self, stats: Stats) -> None:
+        """Offline schemes: learn from the statistics of the whole stream before routing."""
+
+    # -- adaptation ----------------------------------------------------------------------------
+    def rebalance(self, stats: Stats, workers: int | None = None) -> Plan | None:
+        """Adaptive schemes: plan for the next interval (optionally for a new worker count)."""
+        return None
+
+    def apply(self, plan: Plan) -> None:
+        """Install a plan produced by :meth:`rebalance` (possibly on another object)."""
+        raise NotImplementedError(f"{self.name} is not adaptive")
+
+    def table_size(self) -> int:
+        """Entries in the explicit routing table (0 for pure hash schemes)."""
+        return 0
+
+    def __repr__(self) -> str:
+        params = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+
+
+def as_fps(fps) -> np.ndarray:
+    """Coerce to a contiguous uint64 array of fingerprints."""
+    return np.ascontiguousarray(fps, dtype=np.uint64)
+
+
+def make_scheme(name: str, workers: int, seed: int = 0, **params) -> Scheme:
+    """Instantiate a registered scheme by name, with a clear error for unknown names."""
+    import skewbench.schemes  # noqa: F401  (registers every scheme)
+
+    try:
+        cls = REGISTRY[name]
+    except KeyError:
+        known = " ".join(sorted(REGISTRY))
+        raise ValueError(f"unknown scheme {name!r}; known schemes: {known}") from None
+    return cls(workers, seed=seed, **params)
