@@ -1,0 +1,29 @@
+# skewbench — `make study` runs the main job, `make test` runs the tests; both set themselves up.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+OUT    ?= results/$(shell date -u +%Y%m%dT%H%M%SZ)
+MESSAGES ?= 2000000
+
+.PHONY: setup test study speed clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+test: setup  ## unit + conformance + analytical tests
+	$(PY) -m pytest -q
+
+study: setup  ## the PKG paper's simulations (Table II, Fig. 2) plus every newer scheme, into $(OUT)
+	$(PY) -m skewbench.bench.paper_study --out $(OUT) --messages $(MESSAGES)
+
+speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5, W=100)
+	$(VENV)/bin/skewbench speed
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""From result files to reports: comparisons with the papers' published numbers, and figures."""

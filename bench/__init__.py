@@ -1,0 +1,1 @@
+"""Drivers that run experiments: simulation studies, the routing-speed benchmark (later: Spark runs)."""

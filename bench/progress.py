@@ -1,0 +1,34 @@
+"""One progress line per step of a long job: which run of how many, elapsed time and ETA."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class Progress:
+    """``with Progress(total) as p: p.step("label")`` prints ``[i/total] label  elapsed … ETA …``."""
+
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.stream, self.done = total, stream, 0
+        self.started = time.monotonic()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stream.flush()
+
+    def step(self, label: str) -> None:
+        """Announce the next run (call before doing it)."""
+        elapsed = time.monotonic() - self.started
+        eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
+        eta_text = _clock(eta) if self.done else "?"
+        self.done += 1
+        print(f"[{self.done}/{self.total}] {label}  elapsed {_clock(elapsed)}  ETA {eta_text}",
+              file=self.stream, flush=True)

@@ -1,0 +1,67 @@
+"""Routing speed of every scheme on one core, as rates and ratios to key grouping measured in the same run."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import pandas as pd
+
+from skewbench.scheme import REGISTRY, Stats, make_scheme
+from skewbench.simulator.engine import source_of_each_message
+from skewbench.stream import Stream
+
+BASELINE = "kg"
+
+
+def _fitted(name: str, workers: int, seed: int, stats: Stats):
+    scheme = make_scheme(name, workers, seed=seed)
+    if scheme.offline:
+        scheme.fit(stats)
+    return scheme
+
+
+def routing_seconds(stream: Stream, name: str, workers: int, sources: int, seed: int, stats: Stats) -> float:
+    """Wall time for S fresh per-source routers to route their share of the stream (fingerprints precomputed)."""
+    proto = _fitted(name, workers, seed, stats)
+    if proto.coupling == "global":
+        parts = [(proto, stream.fps, stream.clock)]
+    else:
+        source = source_of_each_message(stream, sources, "shuffle")
+        parts = [(proto if s == 0 else proto.spawn(), stream.fps[source == s], stream.clock[source == s])
+                 for s in range(sources)]
+    began = time.perf_counter()
+    for router, fps, clock in parts:
+        router.route_many(fps, clock)
+    return time.perf_counter() - began
+
+
+def plan_seconds(stream: Stream, name: str, workers: int, seed: int, stats: Stats) -> float:
+    """Wall time of one rebalance() over the stream's key statistics (adaptive schemes)."""
+    scheme = _fitted(name, workers, seed, stats)
+    began = time.perf_counter()
+    scheme.rebalance(stats)
+    return time.perf_counter() - began
+
+
+def measure(stream: Stream, schemes: list[str], workers: int = 100, sources: int = 5, repeat: int = 3,
+            seed: int = 0, report=print) -> pd.DataFrame:
+    """Median routing rate per scheme over ``repeat`` runs, after a warm-up that compiles every kernel."""
+    keys, counts = np.unique(stream.ids, return_counts=True)
+    stats = Stats(keys=stream.key_fps[keys], counts=counts.astype(float), loads=np.zeros(workers))
+    warm = stream.head(min(20_000, stream.messages))
+    rows = []
+    for name in [BASELINE] + [s for s in schemes if s != BASELINE]:
+        routing_seconds(warm, name, workers, sources, seed, stats)  # JIT compile, caches
+        seconds = statistics.median(routing_seconds(stream, name, workers, sources, seed, stats)
+                                    for _ in range(repeat))
+        plan = plan_seconds(stream, name, workers, seed, stats) if REGISTRY[name].adaptive else float("nan")
+        rows.append({"scheme": name, "msgs_per_s": stream.messages / seconds, "route_seconds": seconds,
+                     "plan_seconds": plan})
+        report(f"{name:>14}  {stream.messages / seconds / 1e6:8.2f} M msgs/s"
+               + (f"  plan {plan:.3f} s" if plan == plan else ""))
+    table = pd.DataFrame(rows)
+    table["ratio_to_kg"] = table["msgs_per_s"] / table.loc[table.scheme == BASELINE, "msgs_per_s"].iloc[0]
+    return table.assign(workload=stream.name, messages=stream.messages, workers=workers, sources=sources,
+                        repeat=repeat, seed=seed)

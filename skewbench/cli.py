@@ -1,0 +1,201 @@
+"""``skewbench`` command line: simulate studies, measure routing speed, list schemes and workloads.
+
+Exit codes: 0 success, 1 a run failed, 2 bad usage or input (unknown scheme, bad SPEC, W < 1 ...),
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+class UsageError(ValueError):
+    """Bad input from the user: reported in one line, exit code 2."""
+
+
+def _int_list(text: str, what: str, minimum: int = 1) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"--{what} takes comma-separated integers like 5,10,50, got {text!r}") from None
+    if not values or min(values) < minimum:
+        raise UsageError(f"--{what} values must be >= {minimum}, got {text!r}")
+    return values
+
+
+def _value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _scheme_params(items: list[str]) -> dict[str, dict]:
+    params: dict[str, dict] = {}
+    for item in items:
+        scheme, dot, rest = item.partition(".")
+        key, eq, value = rest.partition("=")
+        if not (dot and eq and key):
+            raise UsageError(f"--param takes SCHEME.NAME=VALUE (e.g. dchoices.theta=0.01), got {item!r}")
+        params.setdefault(scheme, {})[key] = _value(value)
+    return params
+
+
+def _schedule(text: str | None) -> dict[int, int]:
+    if not text:
+        return {}
+    try:
+        pairs = [part.split(":") for part in text.split(",")]
+        schedule = {int(at): int(w) for at, w in pairs}
+    except ValueError:
+        raise UsageError(f"--schedule takes MESSAGE:WORKERS pairs like 500000:11,750000:12, got {text!r}") from None
+    if min(schedule.values()) < 1:
+        raise UsageError("--schedule worker counts must be >= 1")
+    return schedule
+
+
+def _check_schemes(names: list[str], params: dict[str, dict]) -> None:
+    from skewbench.scheme import make_scheme
+
+    for scheme in set(params) - set(names):
+        raise UsageError(f"--param names scheme {scheme!r}, which is not in --schemes")
+    for name in names:
+        try:
+            make_scheme(name, 2, **params.get(name, {}))
+        except TypeError as exc:
+            raise UsageError(f"bad parameter for scheme {name!r}: {exc}") from None
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def cmd_simulate(args) -> int:
+    from skewbench.bench.study import Study, run_study
+    from skewbench.workloads import parse
+
+    schemes = [s for s in args.schemes.split(",") if s]
+    params = _scheme_params(args.param)
+    _check_schemes(schemes, params)
+    study = Study(workload=args.workload, schemes=schemes, workers=_int_list(args.workers, "workers"),
+                  sources=_int_list(args.sources, "sources"), messages=args.messages, seed=args.seed,
+                  repeat=args.repeat, split=args.split, interval=args.interval,
+                  schedule=_schedule(args.schedule), params=params)
+    parse(study.workload, messages=min(args.messages or 1000, 1000), seed=args.seed)  # fail fast on a bad SPEC
+    table = run_study(study, Path(args.out), Path(args.timeseries) if args.timeseries else None, force=args.force)
+    columns = ["scheme", "workers", "sources", "avg_imbalance", "imbalance_fraction", "max_over_mean", "counters"]
+    print(table[columns].to_string(index=False))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_speed(args) -> int:
+    from skewbench.bench.provenance import write_metadata
+    from skewbench.bench.study import claim
+    from skewbench.scheme import REGISTRY
+    from skewbench.workloads import parse
+
+    schemes = [s for s in args.schemes.split(",") if s] if args.schemes else sorted(REGISTRY)
+    _check_schemes(schemes, {})
+    if args.out:
+        claim(Path(args.out), args.force)
+    stream = parse(args.workload, messages=args.messages, seed=args.seed)
+    print(f"{stream.messages:,} messages of {args.workload}, W={args.workers}, S={args.sources}, one core")
+    from skewbench.bench.speed import measure
+
+    table = measure(stream, schemes, workers=args.workers, sources=args.sources, repeat=args.repeat, seed=args.seed)
+    print(table[["scheme", "msgs_per_s", "ratio_to_kg", "plan_seconds"]].to_string(index=False))
+    if args.out:
+        table.to_csv(args.out, index=False)
+        write_metadata(Path(args.out), vars(args))
+        print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_schemes(args) -> int:
+    from skewbench.scheme import REGISTRY
+    import skewbench.schemes  # noqa: F401
+
+    for name, cls in sorted(REGISTRY.items()):
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"{name:14} {doc}")
+    return 0
+
+
+def cmd_workloads(args) -> int:
+    from skewbench.workloads import available
+
+    for name, (doc, params) in sorted(available().items()):
+        shown = ",".join(f"{k}={v}" for k, v in params.items())
+        print(f"{name:10} {doc}" + (f"\n{'':10} {name}:{shown}" if shown else ""))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="skewbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sim = sub.add_parser("simulate", help="route a workload with each scheme, W and S; one CSV row per run",
+                         description="Exact simulation study: one CSV row per (scheme, workers, sources, seed).")
+    sim.add_argument("--workload", required=True, metavar="SPEC",
+                     help="e.g. zipf:z=1.0,keys=100000, lognormal:preset=LN1, wp, file:path=x.csv,key=word "
+                          "(see `skewbench workloads`)")
+    sim.add_argument("--schemes", required=True, metavar="LIST", help="comma-separated, see `skewbench schemes`")
+    sim.add_argument("--workers", required=True, metavar="LIST", help="worker counts W, e.g. 5,10,50,100")
+    sim.add_argument("--sources", default="1", metavar="LIST", help="source counts S (default 1)")
+    sim.add_argument("--messages", type=int, metavar="N", help="stream length (default: the workload's)")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the workload and the hash functions (default 0)")
+    sim.add_argument("--repeat", type=int, default=1, metavar="R", help="runs with seeds seed..seed+R-1")
+    sim.add_argument("--split", choices=("shuffle", "key"), default="shuffle",
+                     help="how messages reach the sources: round-robin (default) or by key (PKG Q3)")
+    sim.add_argument("--interval", type=int, metavar="N",
+                     help="messages between controller steps: probing, rebalancing (default n/100)")
+    sim.add_argument("--schedule", metavar="AT:W,...", help="change W during the run, e.g. 500000:11")
+    sim.add_argument("--param", action="append", default=[], metavar="SCHEME.NAME=VALUE",
+                     help="a scheme parameter, repeatable (e.g. gedik-readj.alpha=1.5)")
+    sim.add_argument("--out", required=True, metavar="FILE.csv", help="summary table (refuses to overwrite)")
+    sim.add_argument("--timeseries", metavar="FILE.csv", help="also write I(t) for every run")
+    sim.add_argument("--force", action="store_true", help="replace existing output files")
+    sim.set_defaults(func=cmd_simulate)
+
+    speed = sub.add_parser("speed", help="routing rate of every scheme and its ratio to key grouping",
+                           description="Messages routed per second on one core, each scheme beside key grouping "
+                                       "in the same run (median of --repeat runs after a warm-up).")
+    speed.add_argument("--workload", default="zipf:z=1.0,keys=1000000", metavar="SPEC")
+    speed.add_argument("--messages", type=int, default=10_000_000, metavar="N")
+    speed.add_argument("--workers", type=int, default=100, metavar="W")
+    speed.add_argument("--sources", type=int, default=5, metavar="S")
+    speed.add_argument("--schemes", metavar="LIST", help="default: every registered scheme")
+    speed.add_argument("--repeat", type=int, default=3)
+    speed.add_argument("--seed", type=int, default=0)
+    speed.add_argument("--out", metavar="FILE.csv")
+    speed.add_argument("--force", action="store_true", help="replace an existing --out")
+    speed.set_defaults(func=cmd_speed)
+
+    sub.add_parser("schemes", help="list the partitioning schemes").set_defaults(func=cmd_schemes)
+    sub.add_parser("workloads", help="list workload SPECs and their parameters").set_defaults(func=cmd_workloads)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from skewbench.bench.study import ResultExists
+    from skewbench.workloads import WorkloadError
+
+    try:
+        return args.func(args)
+    except (UsageError, WorkloadError, ResultExists) as exc:
+        print(f"skewbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("skewbench: interrupted; nothing was written as complete", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+
+from skewbench.schemes.pkg import PartialKeyGrouping
+from skewbench.simulator import simulate
+from skewbench.simulator import metrics
+from skewbench.stream import Stream
+
+REQUIRED = {"workload", "scheme", "workers", "sources", "messages", "avg_imbalance", "imbalance_fraction",
+            "max_over_mean", "counters", "dist_cost", "load_stddev_pct"}
+
+
+@pytest.fixture(scope="module")
+def stream():
+    return Stream("zipf-test", np.random.default_rng(7).zipf(1.6, 40_000) % 3000)
+
+
+def test_cumulative_loads_and_imbalance_match_brute_force():
+    rng = np.random.default_rng(0)
+    routes = rng.integers(0, 4, 1000)
+    points = np.array([10, 250, 999, 1000])
+    got = metrics.cumulative_loads(routes, points, 4)
+    want = np.array([np.bincount(routes[:p], minlength=4) for p in points])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(metrics.imbalance(want, 4), want.max(1) - want.mean(1))
+    np.testing.assert_allclose(metrics.imbalance(want, 2), want[:, :2].max(1) - want[:, :2].mean(1))
+
+
+def test_counters_count_distinct_worker_key_pairs():
+    ids = np.array([0, 0, 1, 1, 1, 2])
+    routes = np.array([0, 1, 1, 1, 0, 3])
+    assert metrics.counters(ids, routes, 4) == len({(0, 0), (0, 1), (1, 1), (1, 0), (2, 3)})
+
+
+def test_row_has_the_issue_columns_and_consistent_values(stream):
+    row = simulate(stream, "kg", workers=6, sources=3).row
+    assert REQUIRED <= set(row)
+    assert row["messages"] == len(stream) and row["dist_cost"] == pytest.approx(1.0)
+    assert row["imbalance_fraction"] == pytest.approx(row["avg_imbalance"] / len(stream))
+
+
+def test_local_sources_route_exactly_their_own_round_robin_share(stream):
+    result = simulate(stream, "pkg", workers=9, sources=4, interval=777)
+    for s in range(4):
+        alone = PartialKeyGrouping(9).route_many(stream.fps[s::4])
+        np.testing.assert_array_equal(result.routes[s::4], alone)
+
+
+def test_global_oracle_is_one_router_over_the_whole_stream(stream):
+    result = simulate(stream, "pkg-global", workers=9, sources=5)
+    np.testing.assert_array_equal(result.routes, PartialKeyGrouping(9).route_many(stream.fps))
+
+
+def test_probing_resets_local_estimates_to_true_loads(stream):
+    local = simulate(stream, "pkg", workers=9, sources=5, interval=500).routes
+    probed = simulate(stream, "pkg-probe", workers=9, sources=5, interval=500).routes
+    np.testing.assert_array_equal(local[:500], probed[:500])  # same until the first probe
+    assert (local != probed).any()
+
+
+def test_shuffle_grouping_is_perfectly_balanced_and_pkg_beats_hashing(stream):
+    rows = {s: simulate(stream, s, workers=8, sources=2).row for s in ("sg", "kg", "pkg")}
+    assert rows["sg"]["final_imbalance"] <= 1
+    assert rows["pkg"]["avg_imbalance"] < rows["kg"]["avg_imbalance"] / 5
+    assert rows["kg"]["counters"] <= rows["pkg"]["counters"] <= rows["sg"]["counters"]
+
+
+def test_adding_a_worker_remaps_most_keys_under_hashing_but_few_under_consistent_hashing(stream):
+    seen = stream.distinct_keys
+    kg = simulate(stream, "kg", workers=10, schedule={20_000: 11}).row
+    ring = simulate(stream, "consistent", workers=10, schedule={20_000: 11}).row
+    assert kg["final_workers"] == 11
+    assert kg["migrated_keys"] > 0.8 * seen  # h mod 10 == h mod 11 for only ~1 key in 11
+    assert ring["migrated_keys"] < 0.25 * kg["migrated_keys"]
+
+
+def test_bad_shapes_are_refused(stream):
+    for kwargs in ({"workers": 0}, {"workers": 3, "sources": 0}):
+        with pytest.raises(ValueError):
+            simulate(stream, "kg", **kwargs)
+    with pytest.raises(ValueError, match="unknown source split"):
+        simulate(stream, "kg", workers=3, split="diagonal")
