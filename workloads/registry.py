@@ -1,0 +1,101 @@
+"""Workload SPECs: ``name`` or ``name:param=value,...`` → a seeded :class:`~skewbench.stream.Stream`.
+
+Every workload is a function ``f(messages, seed, **params) -> Stream`` registered with
+:func:`workload`; its keyword defaults are the parameters a SPEC may set, and their types are the
+types a SPEC value is converted to, so ``zipf:z=banana`` fails before anything runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+from skewbench.stream import Stream
+
+
+class WorkloadError(ValueError):
+    """A bad SPEC, parameter or input file: reported to the user in one line."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    make: Callable[..., Stream]
+    doc: str
+    defaults: dict
+    messages: int | None  # default stream length; None = the input decides (files)
+
+
+_WORKLOADS: dict[str, Workload] = {}
+
+
+def workload(name: str):
+    """Decorator: register ``make(messages, seed, **params)`` under ``name``."""
+
+    def register(make):
+        signature = inspect.signature(make).parameters
+        defaults = {p.name: p.default for p in signature.values() if p.kind is p.KEYWORD_ONLY}
+        doc = (make.__doc__ or "").strip().splitlines()[0]
+        _WORKLOADS[name] = Workload(name, make, doc, defaults, signature["messages"].default)
+        return make
+
+    return register
+
+
+def available() -> dict[str, tuple[str, dict]]:
+    """``{name: (one-line description, {parameter: default})}`` for every workload."""
+    return {w.name: (w.doc, dict(w.defaults)) for w in _WORKLOADS.values()}
+
+
+def _convert(workload_name: str, key: str, text: str, default):
+    if default is None or isinstance(default, str):
+        return text
+    kind = type(default)
+    try:
+        if kind is bool:
+            if text.lower() not in ("0", "1", "true", "false", "yes", "no"):
+                raise ValueError
+            return text.lower() in ("1", "true", "yes")
+        return kind(float(text)) if kind is int and float(text).is_integer() else kind(text)
+    except ValueError:
+        raise WorkloadError(f"{workload_name}: parameter {key} must be {kind.__name__}, got {text!r}") from None
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``"zipf:z=1.0,keys=10"`` → ``("zipf", {"z": "1.0", "keys": "10"})``."""
+    name, _, rest = spec.strip().partition(":")
+    params: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise WorkloadError(f"bad workload SPEC {spec!r}: expected name:param=value,..., got {item!r}")
+        params[key.strip()] = value.strip()
+    return name.strip(), params
+
+
+def parse(spec: str, messages: int | None = None, seed: int = 0) -> Stream:
+    """Generate (or load) the stream a SPEC names; ``messages`` overrides the default length.
+
+    >>> parse("zipf:z=1.2,keys=50", messages=1000, seed=1).summary()["messages"]
+    1000
+    """
+    name, raw = split_spec(spec)
+    if name not in _WORKLOADS:
+        raise WorkloadError(f"unknown workload {name!r}; known workloads: {' '.join(sorted(_WORKLOADS))}")
+    chosen = _WORKLOADS[name]
+    unknown = set(raw) - set(chosen.defaults)
+    if unknown:
+        known = ", ".join(chosen.defaults) or "none"
+        raise WorkloadError(f"{name}: unknown parameter {sorted(unknown)[0]!r}; its parameters: {known}")
+    params = {k: _convert(name, k, v, chosen.defaults[k]) for k, v in raw.items()}
+    length = chosen.messages if messages is None else messages
+    if length is not None and length < 1:
+        raise WorkloadError(f"{name}: messages must be >= 1, got {length}")
+    try:
+        stream = chosen.make(messages=length, seed=seed, **params)
+    except WorkloadError:
+        raise
+    except ValueError as exc:
+        raise WorkloadError(f"{name}: {exc}") from None
+    return Stream(spec, stream.ids, stream.labels, stream.times, stream.split_ids, stream.payload, stream.rate)

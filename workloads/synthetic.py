@@ -1,0 +1,163 @@
+"""Synthetic key streams regenerated from the papers' own parameters.
+
+* ``zipf`` — finite Zipf over K keys (Gedik §6, Fang §6); the exponent may instead be solved from
+  a target share p1 of the hottest key, which is how the Table I stand-ins are made.
+* ``lognormal`` — PKG's LN1/LN2: key = a log-normal draw rounded to an integer.  With the paper's
+  (μ, σ) this gives p1 = 14.7 % (LN1) and 7.0 % (LN2), as in PKG Table I.
+* ``country`` — DKG's country-skew sets: 204 keys, a share r of the messages on one of them.
+* ``fzipf`` — Fang's fluctuating Zipf: between intervals a fraction f of the keys swap frequencies.
+* ``drift`` — drifting popularity (cashtag-like): each period part of the head is replaced by
+  keys from the tail.
+
+Keys are identified by their Zipf rank at the start of the stream (an integer label), so the same
+key hashes the same way in every workload that shares it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from skewbench.stream import Stream
+from skewbench.workloads.registry import workload
+
+RATE = 100_000.0  # default arrival rate (messages/s) of the simulated clock
+LOGNORMAL_PRESETS = {"LN1": (1.789, 2.366), "LN2": (2.245, 1.133)}  # PKG Sec. V-A (Orkut)
+
+
+def zipf_norm(keys: int, z: float) -> float:
+    """H(K, z) = Σ_{k=1..K} k^-z: the first 10⁴ terms exactly, the rest by the integral (Euler–Maclaurin)."""
+    head = min(keys, 10_000)
+    total = float(np.sum(np.arange(1, head + 1, dtype=np.float64) ** -z))
+    if keys > head:
+        a, b = head + 0.5, keys + 0.5
+        total += np.log(b / a) if abs(z - 1) < 1e-12 else (b ** (1 - z) - a ** (1 - z)) / (1 - z)
+    return total
+
+
+def zipf_exponent_for(p1: float, keys: int) -> float:
+    """The z for which the hottest of ``keys`` Zipf keys has share ``p1`` (bisection on 1/H(K, z))."""
+    if not 1 / keys < p1 < 1:
+        raise ValueError(f"p1 must lie in (1/keys, 1) = ({1 / keys:.3g}, 1), got {p1}")
+    lo, hi = 0.0, 20.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if 1 / zipf_norm(keys, mid) < p1 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def zipf_ranks(messages: int, z: float, keys: int, rng: np.random.Generator) -> np.ndarray:
+    """``messages`` draws of a Zipf rank in ``0 .. keys-1`` (0 is the hottest), by inverse CDF."""
+    if keys < 1:
+        raise ValueError(f"keys must be >= 1, got {keys}")
+    if z < 0:
+        raise ValueError(f"z must be >= 0, got {z}")
+    cdf = np.cumsum(np.arange(1, keys + 1, dtype=np.float64) ** -z)
+    cdf /= cdf[-1]
+    return np.minimum(np.searchsorted(cdf, rng.random(messages), side="right"), keys - 1)
+
+
+def keyed(name: str, keys: np.ndarray, rate: float = RATE, **columns) -> Stream:
+    """A stream from the raw key of each message: dense ids, the distinct keys as labels."""
+    labels, ids = np.unique(keys, return_inverse=True)
+    return Stream(name, ids.astype(np.int64), labels, rate=rate, **columns)
+
+
+def _exponent(z: float, p1: float, keys: int) -> float:
+    return zipf_exponent_for(p1, keys) if p1 > 0 else z
+
+
+@workload("zipf")
+def zipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 100_000, p1: float = 0.0,
+         rate: float = RATE) -> Stream:
+    """Zipf over K keys with exponent z (or the z giving the hottest key share p1, if p1 > 0)."""
+    rng = np.random.default_rng(seed)
+    return keyed("zipf", zipf_ranks(messages, _exponent(z, p1, keys), keys, rng), rate)
+
+
+@workload("lognormal")
+def lognormal(messages: int = 10_000_000, seed: int = 0, *, preset: str = "LN1", mu: float = 0.0,
+              sigma: float = 0.0, rate: float = RATE) -> Stream:
+    """PKG's log-normal sets: preset LN1 or LN2, or your own mu and sigma (both > 0 override the preset)."""
+    if mu or sigma:
+        if sigma <= 0:
+            raise ValueError("give both mu and sigma > 0 (or neither, to use the preset)")
+    elif preset.upper() in LOGNORMAL_PRESETS:
+        mu, sigma = LOGNORMAL_PRESETS[preset.upper()]
+    else:
+        raise ValueError(f"unknown preset {preset!r}; use LN1 or LN2, or set mu and sigma")
+    draws = np.random.default_rng(seed).lognormal(mu, sigma, messages)
+    return keyed("lognormal", np.rint(np.minimum(draws, 2.0**62)).astype(np.int64), rate)
+
+
+@workload("country")
+def country(messages: int = 10_000_000, seed: int = 0, *, skew: float = 0.5, countries: int = 204,
+            skewed_part: float = 1.0, rate: float = RATE) -> Stream:
+    """DKG's country-skew sets: a share `skew` of the messages on one country, the rest uniform over all."""
+    if not 0 <= skew <= 1:
+        raise ValueError(f"skew is a share of the messages in [0, 1] (r80 is skew=0.8), got {skew}")
+    if not 0 <= skewed_part <= 1:
+        raise ValueError(f"skewed_part must be in [0, 1], got {skewed_part}")
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, countries, messages)
+    hot = rng.random(messages) < skew
+    hot[int(skewed_part * messages):] = False  # "half-skew": only the first part is skewed
+    ids[hot] = 0
+    labels = np.array([f"country-{c:03d}" for c in range(countries)], dtype=object)
+    return Stream("country", ids, labels, rate=rate)
+
+
+def _swap_pairs(order: np.ndarray, candidates: np.ndarray, partners: np.ndarray, count: int,
+                rng: np.random.Generator) -> None:
+    """Swap the keys at ``count`` ranks drawn from ``candidates`` with ranks drawn from ``partners``."""
+    count = min(count, len(candidates), len(partners))
+    a = rng.choice(candidates, count, replace=False)
+    b = rng.choice(partners, count, replace=False)
+    order[a], order[b] = order[b], order[a].copy()
+
+
+def _phased(messages: int, phases: int, z: float, keys: int, rng: np.random.Generator, reshuffle) -> np.ndarray:
+    """Zipf ranks mapped to keys by a rank→key order that ``reshuffle(order)`` changes between phases."""
+    order = np.arange(keys, dtype=np.int64)
+    ranks = zipf_ranks(messages, z, keys, rng)
+    bounds = np.linspace(0, messages, phases + 1).astype(np.int64)
+    out = np.empty(messages, dtype=np.int64)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        out[lo:hi] = order[ranks[lo:hi]]
+        reshuffle(order)
+    return out
+
+
+@workload("fzipf")
+def fzipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 100_000, f: float = 0.1,
+          intervals: int = 100, rate: float = RATE) -> Stream:
+    """Fang's fluctuating Zipf: after each of `intervals` intervals a fraction f of the keys swap frequencies."""
+    if not 0 <= f <= 1:
+        raise ValueError(f"f is a fraction of the keys in [0, 1], got {f}")
+    if intervals < 1:
+        raise ValueError(f"intervals must be >= 1, got {intervals}")
+    rng = np.random.default_rng(seed)
+    pairs = int(round(f * keys / 2))
+    everyone = np.arange(keys)
+
+    def swap(order):
+        chosen = rng.choice(everyone, 2 * pairs, replace=False)
+        order[chosen[:pairs]], order[chosen[pairs:]] = order[chosen[pairs:]], order[chosen[:pairs]].copy()
+
+    return keyed("fzipf", _phased(messages, intervals, z, keys, rng, swap), rate)
+
+
+@workload("drift")
+def drift(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 10_000, p1: float = 0.0,
+          periods: int = 4, head: int = 50, churn: float = 0.5, rate: float = RATE) -> Stream:
+    """Drifting popularity (cashtag-like): each period a share `churn` of the `head` hottest keys is replaced.
+
+    The very hottest key stays put (as $AAPL did in PKG's cashtags), so p1 is that of the Zipf law.
+    """
+    if not 0 <= churn <= 1:
+        raise ValueError(f"churn is a share of the head in [0, 1], got {churn}")
+    if not 1 < head < keys:
+        raise ValueError(f"head must be in (1, keys), got {head}")
+    rng = np.random.default_rng(seed)
+    top, tail = np.arange(1, head), np.arange(head, keys)
+    replace = lambda order: _swap_pairs(order, top, tail, int(round(churn * (head - 1))), rng)  # noqa: E731
+    return keyed("drift", _phased(messages, periods, _exponent(z, p1, keys), keys, rng, replace), rate)
