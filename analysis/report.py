@@ -35,6 +35,11 @@ def _figure(folder: Path, name: str, grid) -> str:
     return f"![{name}]({path.name})"
 
 
+def _floored(data: pd.DataFrame, column: str = "imbalance_fraction", n: str = "messages") -> pd.DataFrame:
+    """Log axes cannot show 0: a perfectly balanced run is drawn at half a message (0.5 / n)."""
+    return data.assign(**{column: data[column].clip(lower=0.5 / data[n])})
+
+
 def _markdown(table: pd.DataFrame) -> str:
     header = "| " + " | ".join(map(str, table.columns)) + " |"
     rule = "|" + "---|" * len(table.columns)
@@ -76,10 +81,10 @@ def fig2(folder: Path) -> list[str]:
         data.scheme == "pkg", "_S=" + data.sources.astype(str), "")
     data = data[(data.scheme != "kg") | (data.sources == data.sources.min())]
     data = data[(data.scheme != "pkg-global") | (data.sources == data.sources.min())]
-    grid = sns.relplot(data=data, x="workers", y="imbalance_fraction", hue="technique", col="workload",
+    grid = sns.relplot(data=_floored(data), x="workers", y="imbalance_fraction", hue="technique", col="workload",
                        col_wrap=3, kind="line", marker="o", height=2.8, facet_kws={"sharey": False})
     for ax, (_, part) in zip(grid.axes.flat, data.groupby("workload", sort=True)):
-        ax.set(xscale="log", yscale="symlog", ylabel="avg imbalance / messages")
+        ax.set(xscale="log", yscale="log", ylabel="avg imbalance / messages")
         ax.axvline(2 / (part.p1_pct.iloc[0] / 100), color="grey", linestyle=":", linewidth=1)
     lines = ["## PKG Fig. 2 — hashing (H), global (G) and local estimation (L_S)",
              "Dotted line: W = 2/p1, where two choices can no longer absorb the hottest key.", "",
@@ -98,9 +103,9 @@ def fig3(folder: Path) -> list[str]:
     if not path.exists():
         return []
     series = pd.read_csv(path)
-    grid = sns.relplot(data=series, x="messages", y="imbalance_fraction", hue="scheme", col="workers_initial",
-                       kind="line", height=3, facet_kws={"sharey": False})
-    grid.set(yscale="symlog", ylabel="I(t) / t")
+    grid = sns.relplot(data=_floored(series), x="messages", y="imbalance_fraction", hue="scheme",
+                       col="workers_initial", kind="line", height=3, facet_kws={"sharey": False})
+    grid.set(yscale="log", ylabel="I(t) / t")
     return ["## PKG Fig. 3 — imbalance through time (S=5), with periodic probing (pkg-probe)", "",
             _figure(folder, "pkg_fig3", grid), ""]
 
@@ -109,9 +114,9 @@ def fig4(folder: Path) -> list[str]:
     data = _load(folder, "pkg_fig4")
     if data is None:
         return []
-    grid = sns.relplot(data=data, x="workers", y="imbalance_fraction", hue="sources", style="split", kind="line",
-                       marker="o", height=3, palette="viridis")
-    grid.set(xscale="log", ylabel="avg imbalance / messages")
+    grid = sns.relplot(data=_floored(data), x="workers", y="imbalance_fraction", hue="sources", style="split",
+                       kind="line", marker="o", height=3, palette="viridis")
+    grid.set(xscale="log", yscale="log", ylabel="avg imbalance / messages")
     return ["## PKG Fig. 4 — skewed (by key) vs. uniform split of graph edges to sources", "",
             _figure(folder, "pkg_fig4", grid), ""]
 
@@ -120,9 +125,9 @@ def newer(folder: Path) -> list[str]:
     data = _load(folder, "newer")
     if data is None:
         return []
-    grid = sns.relplot(data=data, x="workers", y="imbalance_fraction", hue="scheme", col="workload", kind="line",
-                       marker="o", height=3, facet_kws={"sharey": False})
-    grid.set(xscale="log", yscale="symlog", ylabel="avg imbalance / messages")
+    grid = sns.relplot(data=_floored(data), x="workers", y="imbalance_fraction", hue="scheme", col="workload",
+                       kind="line", marker="o", height=3, facet_kws={"sharey": False})
+    grid.set(xscale="log", yscale="log", ylabel="avg imbalance / messages")
     summary = data.pivot_table(index="scheme", columns=["workload", "workers"], values="dist_cost")
     return ["## Successors side by side (S=5): imbalance and replication (DistCost)", "",
             _figure(folder, "newer", grid), "", "DistCost (state entries per distinct key):", "",
@@ -158,9 +163,9 @@ def scale_out(folder: Path) -> list[str]:
     lines = ["## Scale-out: one worker added half-way", "", _markdown(data[cols]), ""]
     series = folder / "scale_out.timeseries.csv"
     if series.exists():
-        grid = sns.relplot(data=pd.read_csv(series), x="messages", y="imbalance_fraction", hue="scheme",
-                           kind="line", height=3, aspect=1.6)
-        grid.set(yscale="symlog", ylabel="I(t) / t")
+        grid = sns.relplot(data=_floored(pd.read_csv(series)), x="messages", y="imbalance_fraction",
+                           hue="scheme", kind="line", height=3, aspect=1.6)
+        grid.set(yscale="log", ylabel="I(t) / t")
         lines += [_figure(folder, "scale_out", grid), ""]
     return lines
 

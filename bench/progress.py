@@ -14,8 +14,8 @@ def _clock(seconds: float) -> str:
 class Progress:
     """``with Progress(total) as p: p.step("label")`` prints ``[i/total] label  elapsed … ETA …``."""
 
-    def __init__(self, total: int, stream=sys.stderr):
-        self.total, self.stream, self.done = total, stream, 0
+    def __init__(self, total: int, stream=None):
+        self.total, self.stream, self.done = total, stream or sys.stderr, 0
         self.started = time.monotonic()
 
     def __enter__(self) -> Progress:

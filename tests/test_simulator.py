@@ -81,3 +81,9 @@ def test_bad_shapes_are_refused(stream):
             simulate(stream, "kg", **kwargs)
     with pytest.raises(ValueError, match="unknown source split"):
         simulate(stream, "kg", workers=3, split="diagonal")
+
+
+def test_stddev_is_dkgs_eq7_over_load_shares():
+    assert metrics.stddev_pct(np.full(10, 7.0)) == 0.0
+    assert metrics.stddev_pct(np.r_[100.0, np.zeros(9)]) == pytest.approx(30.0)  # std of 100, 0 x 9 (%)
+    assert metrics.stddev_pct([2, 2]) == metrics.stddev_pct([2000, 2000])  # shares, not counts

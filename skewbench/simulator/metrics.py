@@ -39,7 +39,11 @@ def counters(ids: np.ndarray, routes: np.ndarray, width: int) -> int:
 
 
 def stddev_pct(loads: np.ndarray) -> float:
-    """DKG's StdDev (Eq. 7) as a percentage of the mean load (population standard deviation)."""
+    """DKG's StdDev (Eq. 7): population standard deviation of the workers' shares of the load, in %.
+
+    >>> stddev_pct([50, 50, 0, 0])  # shares 50, 50, 0, 0 %
+    25.0
+    """
     loads = np.asarray(loads, dtype=np.float64)
-    mean = loads.mean()
-    return float(100.0 * loads.std() / mean) if mean > 0 else 0.0
+    total = loads.sum()
+    return float(np.std(100.0 * loads / total)) if total > 0 else 0.0
