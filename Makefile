@@ -27,3 +27,5 @@ speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+include infra/cluster.mk

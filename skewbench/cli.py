@@ -121,8 +121,8 @@ def cmd_schemes(args) -> int:
     import skewbench.schemes  # noqa: F401
 
     for name, cls in sorted(REGISTRY.items()):
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        print(f"{name:14} {doc}")
+        summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # first paragraph
+        print(f"{name:14} {summary}")
     return 0
 
 

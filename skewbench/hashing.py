@@ -114,7 +114,8 @@ def two_choices(fp, workers, seed):
 
 
 @numba.njit(cache=True)
-def _distinct_choices(fps, workers, d, seed, out):
+def distinct_choices_into(fps, workers, d, seed, out):
+    """Kernel of :func:`distinct_choices`: fills ``out[:, :d]`` (seed already masked to 32 bits)."""
     taken = np.empty(d, dtype=np.int64)  # the choices so far, kept sorted
     for i in range(fps.shape[0]):
         for j in range(d):
@@ -140,5 +141,5 @@ def distinct_choices(fps: np.ndarray, workers: int, d: int, seed: int) -> np.nda
         raise ValueError(f"need 1 <= d <= workers, got d={d}, workers={workers}")
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     out = np.empty((fps.shape[0], d), dtype=np.int64)
-    _distinct_choices(fps, workers, d, seed & _MASK32, out)
+    distinct_choices_into(fps, workers, d, seed & _MASK32, out)
     return out

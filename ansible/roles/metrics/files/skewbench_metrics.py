@@ -1,0 +1,80 @@
+"""Sample CPU and RSS of a node's Spark JVMs and Python workers with psutil, one CSV row per process.
+
+Run by the ``metrics`` role on every node; ``ansible/collect.yml`` fetches the CSV with the logs.
+A process belongs to the node if it shares the agent's network namespace (``--scope netns``: one
+node per machine or namespace) or runs below the node's folder (``--scope dir``: nodes sharing a
+machine on loopback addresses). Columns: ``time,node,pid,role,cpu_percent,rss_bytes`` where
+``cpu_percent`` is of one core since the previous sample (so a busy 4-thread JVM shows up to 400).
+"""
+import argparse
+import csv
+import os
+import time
+from pathlib import Path
+
+import psutil
+
+# The first matching marker in a command line names the process's role.
+ROLES = (
+    ("org.apache.spark.deploy.master.Master", "master"),
+    ("org.apache.spark.deploy.worker.Worker", "worker"),
+    ("CoarseGrainedExecutorBackend", "executor"),
+    ("org.apache.spark.deploy.SparkSubmit", "driver"),
+    ("pyspark.daemon", "python_worker"),
+    ("pyspark.worker", "python_worker"),
+)
+
+
+def role_of(cmdline):
+    """The Spark role named by a command line, or None for any other process."""
+    line = " ".join(cmdline)
+    return next((role for marker, role in ROLES if marker in line), None)
+
+
+def belongs(proc, scope, node_dir, netns):
+    """Whether ``proc`` runs on this node (see the module docstring)."""
+    if scope == "dir":
+        return proc.cwd().startswith(node_dir)
+    return os.stat(f"/proc/{proc.pid}/ns/net").st_ino == netns
+
+
+def sample(tracked, node, scope, node_dir, netns):
+    """Rows for every Spark process of the node; ``tracked`` keeps Process objects for cpu_percent."""
+    now = time.time()
+    rows = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            role = role_of(proc.info["cmdline"] or [])
+            if role is None or not belongs(proc, scope, node_dir, netns):
+                continue
+            proc = tracked.setdefault(proc.pid, proc)  # the same object remembers the last CPU times
+            rows.append((f"{now:.3f}", node, proc.pid, role, proc.cpu_percent(), proc.memory_info().rss))
+        except (psutil.Error, OSError):  # exited or not ours to read: skip it this round
+            continue
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--node", required=True, help="node name written in every row")
+    parser.add_argument("--dir", required=True, help="the node's folder; CSV goes to DIR/metrics/")
+    parser.add_argument("--scope", choices=("netns", "dir"), default="netns", help="which processes are the node's")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    args = parser.parse_args()
+    out = Path(args.dir, "metrics", "resources.csv")
+    netns = os.stat("/proc/self/ns/net").st_ino
+    tracked = {}
+    new = not out.exists()
+    with out.open("a", newline="") as f:
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(("time", "node", "pid", "role", "cpu_percent", "rss_bytes"))
+        while True:
+            writer.writerows(sample(tracked, args.node, args.scope, str(Path(args.dir).resolve()), netns))
+            f.flush()
+            tracked = {pid: p for pid, p in tracked.items() if p.is_running()}
+            time.sleep(args.interval)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+# The inventory's inputs are outputs too, so what Ansible gets is what `terraform output` shows.
+locals {
+  inventory = {
+    masters         = { for name, role in local.nodes : name => aws_instance.node[name] if role == "master" }
+    workers         = { for name, role in local.nodes : name => aws_instance.node[name] if role == "worker" }
+    loadgens        = { for name, role in local.nodes : name => aws_instance.node[name] if role == "loadgen" }
+    ssh_user        = "admin" # Debian's cloud images
+    worker_cores    = var.worker_cores
+    worker_memory   = var.worker_memory
+    executor_memory = var.executor_memory
+  }
+}
+
+output "masters" {
+  description = "Master node: name => public and private address."
+  value       = { for name, vm in local.inventory.masters : name => { public = vm.public_ip, private = vm.private_ip } }
+}
+
+output "workers" {
+  description = "Worker nodes: name => public and private address."
+  value       = { for name, vm in local.inventory.workers : name => { public = vm.public_ip, private = vm.private_ip } }
+}
+
+output "loadgens" {
+  description = "Load generator node: name => public and private address."
+  value       = { for name, vm in local.inventory.loadgens : name => { public = vm.public_ip, private = vm.private_ip } }
+}
+
+output "ssh_user" {
+  description = "Login user of every node."
+  value       = local.inventory.ssh_user
+}
+
+output "worker_cores" {
+  description = "Spark task slots per worker."
+  value       = local.inventory.worker_cores
+}
+
+output "worker_memory" {
+  description = "Executor memory per worker."
+  value       = local.inventory.worker_memory
+}
+
+output "executor_memory" {
+  description = "spark.executor.memory of applications."
+  value       = local.inventory.executor_memory
+}
+
+output "inventory" {
+  description = "Ansible inventory (YAML): terraform output -raw inventory > inventory.yml"
+  value = templatefile("${path.module}/inventory.tftpl", {
+    masters         = local.inventory.masters
+    workers         = local.inventory.workers
+    loadgens        = local.inventory.loadgens
+    ssh_user        = local.inventory.ssh_user
+    worker_cores    = local.inventory.worker_cores
+    worker_memory   = local.inventory.worker_memory
+    executor_memory = local.inventory.executor_memory
+  })
+}

@@ -1,0 +1,76 @@
+# Spark cluster targets. The top-level Makefile includes this file; it also runs alone:
+#   make -f infra/cluster.mk cluster-up WORKERS=3
+# CLOUD=local (default): 1 master + WORKERS workers on this machine, one network namespace each
+#   (CLUSTER_MODE=auto|netns|loopback, CLUSTER_NET=10.77.0, CLUSTER_PREFIX=sb, NETEM="delay 1ms rate 1gbit").
+# CLOUD=aws: Terraform VMs in infra/aws (needs terraform, AWS credentials, infra/aws/terraform.tfvars).
+WORKERS        ?= 2
+CORES          ?= 2
+NETEM          ?=
+CLOUD          ?= local
+CLUSTER_DIR    ?= .cluster
+CLUSTER_NET    ?= 10.77.0
+CLUSTER_PREFIX ?= sb
+CLUSTER_MODE   ?= auto
+CLUSTER_TIMEOUT ?= 180
+INFRA_VENV     := .venv-infra
+INFRA_STAMP    := $(INFRA_VENV)/.installed-$(shell cksum < infra/requirements.txt | cut -d' ' -f1)
+CLUSTER        := $(INFRA_VENV)/bin/python infra/local/cluster.py --dir $(CLUSTER_DIR)
+PLAYBOOK       := ANSIBLE_CONFIG=ansible/ansible.cfg $(INFRA_VENV)/bin/ansible-playbook
+TF             := terraform -chdir=infra/$(CLOUD)
+CLOUD_INV      := infra/$(CLOUD)/inventory.yml
+
+.PHONY: infra-setup cluster-up cluster-status cluster-down cluster-collect cluster-smoke cluster-test
+
+infra-setup: $(INFRA_STAMP)  ## Ansible, ansible-lint, checkov, python-hcl2 in their own venv
+
+$(INFRA_STAMP): infra/requirements.txt
+	python3 -m venv --clear $(INFRA_VENV)
+	$(INFRA_VENV)/bin/pip install --quiet -r infra/requirements.txt
+	echo '*' > $(INFRA_VENV)/.gitignore
+	touch $@
+
+ifeq ($(CLOUD),local)
+cluster-up: infra-setup  ## start (or repair) the cluster; a no-op when it is healthy
+	$(CLUSTER) up --workers $(WORKERS) --cores $(CORES) --net $(CLUSTER_NET) --prefix $(CLUSTER_PREFIX) \
+	    --mode $(CLUSTER_MODE) --timeout $(CLUSTER_TIMEOUT) $(if $(NETEM),--netem "$(NETEM)")
+
+cluster-status: infra-setup  ## master URL, workers with cores/memory/state, UI URLs
+	$(CLUSTER) status
+
+cluster-down: infra-setup  ## stop what cluster-up started, remove its namespaces
+	$(CLUSTER) down
+
+cluster-collect: infra-setup  ## logs and metrics of every node into results/cluster-<UTC time>
+	$(PLAYBOOK) -i $(CLUSTER_DIR)/inventory.yml ansible/collect.yml
+else
+CLOUD_CHECK = @test -f infra/$(CLOUD)/versions.tf || { echo "CLOUD=$(CLOUD): no Terraform in infra/$(CLOUD) (CLOUD=local or aws)"; exit 2; }; \
+	command -v terraform >/dev/null || { echo "terraform is not installed: https://developer.hashicorp.com/terraform/install"; exit 2; }
+
+cluster-up: infra-setup
+	$(CLOUD_CHECK)
+	@test -f infra/$(CLOUD)/terraform.tfvars || { echo "copy infra/$(CLOUD)/terraform.tfvars.example to terraform.tfvars and fill it in"; exit 2; }
+	$(TF) init -input=false
+	$(TF) apply -input=false -auto-approve
+	$(TF) output -raw inventory > $(CLOUD_INV)
+	$(INFRA_VENV)/bin/pip wheel --quiet --no-deps -w infra/$(CLOUD)/dist .
+	$(PLAYBOOK) -i $(CLOUD_INV) ansible/site.yml
+
+cluster-status: infra-setup
+	ANSIBLE_CONFIG=ansible/ansible.cfg $(INFRA_VENV)/bin/ansible masters -i $(CLOUD_INV) -m ansible.builtin.uri \
+	    -a 'url=http://{{ node_ip }}:8080/json/ return_content=true'
+
+cluster-down:
+	$(CLOUD_CHECK)
+	$(TF) destroy -input=false -auto-approve
+	rm -f $(CLOUD_INV)
+
+cluster-collect: infra-setup
+	$(PLAYBOOK) -i $(CLOUD_INV) ansible/collect.yml
+endif
+
+cluster-smoke: infra-setup  ## a PySpark job from the load generator; prints which nodes ran its tasks
+	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf .venv-cluster/bin/python infra/smoke_job.py
+
+cluster-test: infra-setup  ## static infra checks + the local cluster's end-to-end tests (also part of make test)
+	$(MAKE) --no-print-directory setup
+	.venv/bin/python -m pytest -q tests/infra

@@ -1,0 +1,469 @@
+"""The local default cluster: one Spark master and N workers on this machine, one node per network namespace.
+
+Each node gets its own Linux network namespace with its own address on a bridge (veth pairs), so
+shuffle traffic really crosses interfaces; ``--netem`` adds a ``tc netem`` delay/bandwidth to every
+node's link to emulate a commodity network. Without root there are no namespaces: nodes then take
+distinct loopback addresses 127.0.0.x instead, and this says so. The nodes are provisioned by the
+same Ansible plays as cloud VMs (``ansible/site.yml``); this script plays Terraform's part: it makes
+the "machines" and writes the inventory. Drivers run on the host (the load generator node) with
+``SPARK_CONF_DIR=<dir>/loadgen/conf``, which holds the master URL and the shared secret.
+
+    cluster.py up [--workers N] [--cores C] [--netem "delay 1ms rate 1gbit"]   # idempotent
+    cluster.py status                                                          # exit 3 unless healthy
+    cluster.py down                                                            # stops only what up started
+
+Exit codes: 0 done, 1 the cluster failed (Ansible, health timeout), 2 usage or environment error,
+3 ``status`` of a cluster that is down or degraded.
+"""
+import argparse
+import getpass
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+ANSIBLE = ROOT / "ansible"
+NODE_VENV = ROOT / ".venv-cluster"  # every local node's Python: the project, PySpark, psutil (pinned by Ansible)
+MASTER_PORTS = (7077, 8080)  # must match ansible/group_vars/all.yml
+WORKER_PORTS = (7078, 8081)
+UI_PORT = {"master": 8080, "worker": 8081}
+SPARK_MARKERS = ("org.apache.spark.", "pyspark", "skewbench_metrics")
+
+
+class ClusterError(Exception):
+    """A failure with a message that says what to do; ``code`` is the exit code."""
+
+    def __init__(self, message, code=2):
+        super().__init__(message)
+        self.code = code
+
+
+# --- the shape of the cluster -------------------------------------------------------------------
+
+def layout(mode, net, prefix, workers):
+    """Nodes as {name: {"ip", "netns"}}: loadgen .1 (the host side), master .2, worker i .(10+i)."""
+    if not 1 <= workers <= 244:
+        raise ClusterError(f"--workers must be in 1..244, got {workers}")
+    base = net if mode == "netns" else "127.0.0"
+    names = ["master"] + [f"worker{i}" for i in range(1, workers + 1)]
+    hosts = [2] + [10 + i for i in range(1, workers + 1)]
+    nodes = {"loadgen": {"ip": f"{base}.1", "netns": ""}}
+    for name, host in zip(names, hosts):
+        nodes[name] = {"ip": f"{base}.{host}", "netns": f"{prefix}-{name}" if mode == "netns" else ""}
+    return nodes
+
+
+def netns_unavailable(prefix):
+    """Why this machine cannot run nodes in network namespaces, or None when it can.
+
+    Root alone is not enough (an unprivileged container is root without CAP_SYS_ADMIN/CAP_NET_ADMIN),
+    so a throw-away namespace with a veth pair is made and removed.
+    """
+    if os.geteuid() != 0:
+        return "not root"
+    if shutil.which("ip") is None:
+        return "iproute2 (the ip command) is not installed"
+    probe, veth = f"{prefix}-probe", f"{prefix}v-probe"[:15]
+    try:
+        for command in (["netns", "add", probe], ["link", "add", veth, "type", "veth", "peer", "name", "eth0",
+                                                  "netns", probe]):
+            done = ip(*command, check=False)
+            if done.returncode:
+                return f"`ip {' '.join(command)}` failed: {done.stderr.strip()}"
+        return None
+    finally:
+        ip("link", "del", veth, check=False)
+        ip("netns", "del", probe, check=False)
+
+
+def netem_unavailable(options):
+    """Why ``tc qdisc ... netem OPTIONS`` cannot be applied, or None; tried on a throw-away namespace."""
+    probe = f"sbnetem{os.getpid()}"
+    ip("netns", "add", probe)
+    try:
+        done = subprocess.run(["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+                               *options.split()], capture_output=True, text=True)
+        return None if done.returncode == 0 else done.stderr.strip() or f"tc exited with {done.returncode}"
+    except FileNotFoundError:
+        return "tc (iproute2) is not installed"
+    finally:
+        ip("netns", "del", probe, check=False)
+
+
+def choose_mode(requested, prefix):
+    """netns when this machine can make namespaces; otherwise loopback, said out loud."""
+    if requested == "loopback":
+        return "loopback"
+    why = netns_unavailable(prefix)
+    if why and requested == "netns":
+        raise ClusterError(f"network namespaces are not available ({why}): run as root with CAP_SYS_ADMIN and "
+                           f"CAP_NET_ADMIN, or use loopback addresses (cluster.py up --mode loopback)")
+    if why:
+        print(f"cluster: network namespaces are not available ({why}): falling back to loopback addresses "
+              f"127.0.0.x (every node shares the host's network stack; shuffle traffic stays on lo)")
+        return "loopback"
+    return "netns"
+
+
+# --- network namespaces -------------------------------------------------------------------------
+
+def ip(*args, check=True):
+    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
+
+
+def existing_namespaces():
+    return {line.split()[0] for line in ip("netns", "list").stdout.splitlines() if line.strip()}
+
+
+def bridge_of(state):
+    return f"{state['prefix']}br0"
+
+
+def create_network(state):
+    """Bridge with the loadgen address, then one namespace + veth per node; skips what exists."""
+    bridge, nodes = bridge_of(state), state["nodes"]
+    if ip("link", "show", bridge, check=False).returncode != 0:
+        ip("link", "add", bridge, "type", "bridge")
+        ip("addr", "add", f"{nodes['loadgen']['ip']}/24", "dev", bridge)
+        ip("link", "set", bridge, "up")
+    have = existing_namespaces()
+    for name, node in nodes.items():
+        ns = node["netns"]
+        if not ns or ns in have:
+            continue
+        veth = veth_of(state, name)
+        ip("netns", "add", ns)
+        ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        ip("link", "set", veth, "master", bridge, "up")
+        ip("-n", ns, "addr", "add", f"{node['ip']}/24", "dev", "eth0")
+        ip("-n", ns, "link", "set", "eth0", "up")
+        ip("-n", ns, "link", "set", "lo", "up")  # PySpark's Python workers talk to their JVM over loopback
+        if state["netem"]:
+            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", "eth0", "root", "netem",
+                            *state["netem"].split()], check=True, capture_output=True, text=True)
+
+
+def veth_of(state, name):
+    return f"{state['prefix']}v-{name}"[:15]
+
+
+def delete_network(state):
+    """Kill what is left inside our namespaces, then remove veths, namespaces and the bridge."""
+    have = existing_namespaces()
+    for name, node in state["nodes"].items():
+        if node["netns"] in have:
+            pids = ip("netns", "pids", node["netns"]).stdout.split()  # anything left in it is ours
+            _kill([psutil.Process(int(pid)) for pid in pids if psutil.pid_exists(int(pid))])
+        if node["netns"]:
+            # Deleting a namespace frees its veth only later (asynchronously); delete it now instead.
+            ip("link", "del", veth_of(state, name), check=False)
+        if node["netns"] in have:
+            ip("netns", "del", node["netns"])
+    ip("link", "del", bridge_of(state), check=False)
+
+
+def check_network_free(state, previous):
+    """Refuse to adopt namespaces, a bridge or a subnet that another cluster (or anyone) owns."""
+    if previous:
+        return
+    clash = existing_namespaces() & {n["netns"] for n in state["nodes"].values()}
+    if clash:
+        raise ClusterError(f"network namespaces {sorted(clash)} exist but not from {state['dir']}: "
+                           f"remove them (ip netns del NAME) or pick another --prefix")
+    net = state["nodes"]["loadgen"]["ip"].rsplit(".", 1)[0] + "."
+    if net in ip("-o", "addr").stdout:
+        raise ClusterError(f"subnet {net}0/24 is already on an interface of this machine: pick another --net")
+
+
+def check_ports_free(state):
+    """Loopback nodes share one stack: a master or worker port taken by someone else is an error."""
+    for name, node in state["nodes"].items():
+        kind = name.rstrip("0123456789")
+        ports = {"master": MASTER_PORTS, "worker": WORKER_PORTS}.get(kind, ())
+        if not ports or _running(state, name, f"spark-{kind}"):
+            continue
+        for port in ports:
+            with socket.socket() as s:
+                try:
+                    s.bind((node["ip"], port))
+                except OSError:
+                    raise ClusterError(f"port {node['ip']}:{port} for the {name} is taken by another process: "
+                                       f"stop it (ss -ltnp 'sport = :{port}')") from None
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+def _pidfiles(state):
+    return sorted(Path(state["dir"]).glob("*/run/*.pid"))
+
+
+def _running(state, node, daemon):
+    pidfile = Path(state["dir"], node, "run", f"{daemon}.pid")
+    try:
+        return str(Path(state["dir"], node)) in " ".join(psutil.Process(int(pidfile.read_text())).cmdline())
+    except (OSError, ValueError, psutil.Error):
+        return False
+
+
+def _kill(procs, timeout=15):
+    """SIGTERM, wait, then SIGKILL whatever is left."""
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+def ours(state):
+    """Processes this cluster started: PID-file daemons, their descendants, and Spark or agent processes
+    running in a node folder (never, say, a shell that happens to sit there)."""
+    found = {}
+    for pidfile in _pidfiles(state):
+        try:
+            proc = psutil.Process(int(pidfile.read_text()))
+            if str(pidfile.parents[1]) in " ".join(proc.cmdline()):  # not a recycled PID
+                found.update({p.pid: p for p in [proc, *proc.children(recursive=True)]})
+        except (OSError, ValueError, psutil.Error):
+            pass
+    for proc in psutil.process_iter():  # orphans, e.g. an executor whose worker was killed
+        try:
+            if proc.cwd().startswith(state["dir"] + os.sep) and any(
+                    marker in " ".join(proc.cmdline()) for marker in SPARK_MARKERS):
+                found[proc.pid] = proc
+        except psutil.Error:
+            pass
+    return list(found.values())
+
+
+# --- Ansible ------------------------------------------------------------------------------------
+
+def write_inventory(state, args):
+    """The local counterpart of Terraform's inventory: same groups, local connection, PID files."""
+    def hosts(names):
+        return {"hosts": {n: {"node_ip": state["nodes"][n]["ip"], "netns": state["nodes"][n]["netns"]}
+                          for n in names}}
+
+    workers = [n for n in state["nodes"] if n.startswith("worker")]
+    inventory = {"all": {
+        "vars": {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "node_become": False,  # local nodes run as the caller; up() checked what would need root
+            "cluster_dir": state["dir"],
+            "common_python": getattr(sys, "_base_executable", sys.executable),
+            "skewbench_venv": str(NODE_VENV),
+            "skewbench_source": str(ROOT),
+            "skewbench_editable": True,
+            "skewbench_wheel": "",
+            "spark_user": getpass.getuser(),
+            "service_manager": "pidfile",
+            "metrics_scope": "netns" if state["mode"] == "netns" else "dir",
+            "spark_worker_cores": args.cores,
+            "spark_worker_memory": args.memory,
+            "spark_executor_memory": args.executor_memory,
+            "spark_daemon_memory": "256m",
+        },
+        "children": {"masters": hosts(["master"]), "workers": hosts(workers), "loadgens": hosts(["loadgen"])},
+    }}
+    path = Path(state["dir"], "inventory.yml")
+    path.write_text("# Written by infra/local/cluster.py up; ansible-playbook -i this ansible/site.yml\n"
+                    + yaml.safe_dump(inventory, sort_keys=False))
+    return path
+
+
+def run_ansible(inventory, playbook="site.yml"):
+    """Run a playbook; output goes to <dir>/ansible.log, the recap to stdout. Returns total changed."""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    log = inventory.parent / "ansible.log"
+    command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(ANSIBLE / playbook)]
+    with log.open("w") as out:
+        result = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    text = log.read_text()
+    recap = text[text.rfind("PLAY RECAP"):] if "PLAY RECAP" in text else text[-3000:]
+    print(recap.rstrip())
+    if result.returncode:
+        raise ClusterError(f"ansible-playbook failed (exit {result.returncode}); full output in {log}", code=1)
+    return sum(int(part.split("=")[1]) for part in recap.split() if part.startswith("changed="))
+
+
+# --- health -------------------------------------------------------------------------------------
+
+def master_json(state, timeout=2.0):
+    url = f"http://{state['nodes']['master']['ip']}:{UI_PORT['master']}/json/"
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.load(response)
+
+
+def worker_states(state):
+    """{worker name: ALIVE | DEAD | MISSING} as the master sees them; raises OSError if it is unreachable."""
+    seen = {}
+    for w in master_json(state)["workers"]:
+        seen.setdefault(w["host"], set()).add(w["state"])
+    states = {}
+    for name, node in state["nodes"].items():
+        if name.startswith("worker"):
+            got = seen.get(node["ip"], set())
+            states[name] = "ALIVE" if "ALIVE" in got else ("DEAD" if got else "MISSING")
+    return states
+
+
+def healthy(state):
+    try:
+        return all(s == "ALIVE" for s in worker_states(state).values())
+    except OSError:
+        return False
+
+
+def wait_healthy(state, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if healthy(state):
+            return
+        time.sleep(1)
+    logs = "\n".join(f"  {p}" for p in sorted(Path(state["dir"]).glob("*/logs/spark-*.out")))
+    raise ClusterError(f"the cluster was not healthy after {timeout:.0f} s (every worker registered and ALIVE); "
+                       f"see `cluster.py status` and the logs:\n{logs}", code=1)
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+def load_state(directory):
+    path = Path(directory, "state.json")
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def up(args):
+    directory = str(Path(args.dir).resolve())
+    previous = load_state(directory)
+    if not re.fullmatch(r"[a-z][a-z0-9]{0,3}", args.prefix):
+        raise ClusterError(f"--prefix must be 1-4 lowercase letters/digits (interface names are short), "
+                           f"got {args.prefix!r}")
+    mode = previous["mode"] if previous and args.mode == "auto" else choose_mode(args.mode, args.prefix)
+    shape = {"mode": mode, "net": args.net, "prefix": args.prefix, "workers": args.workers, "cores": args.cores,
+             "memory": args.memory, "executor_memory": args.executor_memory, "netem": args.netem}
+    state = {"dir": directory, **shape, "nodes": layout(mode, args.net, args.prefix, args.workers)}
+    if previous and {k: previous.get(k) for k in shape} != shape:
+        raise ClusterError(f"a cluster with another shape is up in {directory} "
+                           f"({previous['workers']} workers, {previous['cores']} cores each, mode {previous['mode']}): "
+                           f"run `make cluster-down` first")
+    if previous and healthy(state):
+        print(f"cluster: already up ({args.workers} workers ALIVE); nothing to do")
+        return status(args)
+    if shutil.which("java") is None and os.geteuid() != 0:
+        raise ClusterError("Java is missing: install openjdk-17-jre-headless (apt), or run as root so Ansible "
+                           "installs it")
+    if args.netem and mode != "netns":
+        raise ClusterError("--netem needs network namespaces (loopback traffic cannot be shaped per node)")
+    if args.netem and not previous:
+        why = netem_unavailable(args.netem)
+        if why:
+            raise ClusterError(f"tc netem {args.netem!r} cannot be applied: {why.rstrip('.')}. Load the kernel module "
+                               f"(modprobe sch_netem) or leave NETEM empty")
+    started = time.monotonic()
+    Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+    Path(directory, ".gitignore").write_text("# the running cluster's state and its secret: never commit\n*\n")
+    if mode == "netns":
+        check_network_free(state, previous)
+        create_network(state)
+    else:
+        check_ports_free(state)
+    Path(directory, "state.json").write_text(json.dumps(state, indent=1))
+    run_ansible(write_inventory(state, args))
+    if NODE_VENV.is_dir():
+        Path(NODE_VENV, ".gitignore").write_text("*\n")
+    wait_healthy(state, args.timeout)
+    print(f"cluster: up in {time.monotonic() - started:.1f} s")
+    return status(args)
+
+
+def status(args):
+    state = load_state(Path(args.dir).resolve())
+    if state is None:
+        print(f"cluster: none in {args.dir} (make cluster-up starts one)")
+        return 3
+    master = state["nodes"]["master"]["ip"]
+    where = (f"network namespaces on bridge {bridge_of(state)}" if state["mode"] == "netns"
+             else "loopback addresses (no namespaces)")
+    print(f"cluster: local, {state['workers']} workers, {where}; folder {state['dir']}")
+    try:
+        info, workers = master_json(state), worker_states(state)
+    except OSError as e:
+        print(f"master:  spark://{master}:7077 NOT REACHABLE ({e}); `make cluster-up` restarts it")
+        return 3
+    print(f"master:  {info['url']} {info['status']}  UI http://{master}:{UI_PORT['master']}")
+    alive = sum(s == "ALIVE" for s in workers.values())
+    print(f"workers: {alive} of {len(workers)} alive")
+    registered = {w["host"]: w for w in info["workers"] if w["state"] == "ALIVE"}
+    for name, st in workers.items():
+        node = state["nodes"][name]["ip"]
+        w = registered.get(node)
+        detail = f"cores {w['cores']}  memory {w['memory']} MiB  UI {w['webuiaddress']}" if w else \
+            "the master lost it; `make cluster-up` restarts it"
+        print(f"  {name:<9} {node:<12} {st:<7} {detail}")
+    print(f"drivers: SPARK_CONF_DIR={state['dir']}/loadgen/conf  (master URL and secret inside)")
+    return 0 if alive == len(workers) and info["status"] == "ALIVE" else 3
+
+
+def down(args):
+    state = load_state(Path(args.dir).resolve())
+    if state is None:
+        print(f"cluster: none in {args.dir}; nothing to stop")
+        return 0
+    started = time.monotonic()
+    procs = ours(state)
+    _kill(procs)
+    for pidfile in _pidfiles(state):
+        pidfile.unlink()
+    if state["mode"] == "netns":
+        delete_network(state)
+    Path(state["dir"], "state.json").unlink()
+    print(f"cluster: down in {time.monotonic() - started:.1f} s ({len(procs)} processes stopped"
+          + (", namespaces and bridge removed)" if state["mode"] == "netns" else ")"))
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", default=str(ROOT / ".cluster"), help="folder for state, inventory, node files")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_up = sub.add_parser("up", help="start the cluster, or restore what died; a no-op when healthy")
+    p_up.add_argument("--workers", type=int, default=2, help="number of worker nodes")
+    p_up.add_argument("--cores", type=int, default=2, help="task slots per worker (may exceed real cores)")
+    p_up.add_argument("--memory", default="1g", help="memory per worker for executors")
+    p_up.add_argument("--executor-memory", default="512m", help="spark.executor.memory")
+    p_up.add_argument("--netem", default="", help='tc netem options for every node link, e.g. "delay 1ms rate 1gbit"')
+    p_up.add_argument("--mode", choices=("auto", "netns", "loopback"), default="auto",
+                      help="netns needs root; auto falls back to loopback addresses")
+    p_up.add_argument("--net", default="10.77.0", help="first three octets of the namespaces' /24 subnet")
+    p_up.add_argument("--prefix", default="sb", help="prefix of namespace, bridge and veth names")
+    p_up.add_argument("--timeout", type=float, default=180, help="seconds to wait until every worker is ALIVE")
+    sub.add_parser("status", help="master URL, workers with cores/memory/state, UI URLs")
+    sub.add_parser("down", help="stop what up started and remove its namespaces")
+    args = parser.parse_args(argv)
+    try:
+        return {"up": up, "status": status, "down": down}[args.command](args)
+    except ClusterError as e:
+        print(f"cluster: error: {e}", file=sys.stderr)
+        return e.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

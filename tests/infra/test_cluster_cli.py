@@ -1,0 +1,122 @@
+"""The local cluster script's clear errors, without starting Spark: not root (or no namespaces),
+Java missing, a port taken, netem unavailable, a bad name prefix, a cluster of another shape, a
+health check that times out, and status/down of a cluster that is not there."""
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "infra" / "local" / "cluster.py"
+PYTHON = ROOT / ".venv-infra" / "bin" / "python"
+
+
+@pytest.fixture
+def cluster():
+    spec = importlib.util.spec_from_file_location("skewbench_local_cluster_cli", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(*args):
+    return subprocess.run([str(PYTHON), str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_without_root_netns_is_refused_and_auto_falls_back_to_loopback(cluster, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
+    assert cluster.main(["--dir", str(tmp_path), "up", "--mode", "netns"]) == 2
+    err = capsys.readouterr().err
+    assert "network namespaces are not available (not root)" in err and "--mode loopback" in err
+    assert cluster.choose_mode("auto", "sb") == "loopback"
+    assert "falling back to loopback addresses 127.0.0.x" in capsys.readouterr().out
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_java_missing_is_a_clear_error_for_a_normal_user(cluster, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
+    real_which = cluster.shutil.which
+    monkeypatch.setattr(cluster.shutil, "which", lambda name: None if name == "java" else real_which(name))
+    assert cluster.main(["--dir", str(tmp_path), "up"]) == 2
+    assert "Java is missing: install openjdk-17-jre-headless" in capsys.readouterr().err
+
+
+def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path):
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.11", 7078))  # worker1's RPC port in loopback mode
+        except OSError:
+            pytest.skip("127.0.0.11:7078 is already in use here (a loopback cluster is running)")
+        taken.listen()
+        out = run("--dir", str(tmp_path / "c"), "up", "--mode", "loopback")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "port 127.0.0.11:7078 for the worker1 is taken by another process" in out.stderr
+    assert not (tmp_path / "c" / "state.json").exists() and not (tmp_path / "c" / "inventory.yml").exists()
+
+
+def test_netem_that_the_kernel_cannot_apply_is_a_clear_error(cluster, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cluster, "netns_unavailable", lambda prefix: None)
+    monkeypatch.setattr(cluster, "netem_unavailable", lambda options: "Error: Specified qdisc kind is unknown.")
+    assert cluster.main(["--dir", str(tmp_path), "up", "--mode", "netns", "--netem", "delay 1ms"]) == 2
+    err = capsys.readouterr().err
+    assert "tc netem 'delay 1ms' cannot be applied: Error: Specified qdisc kind is unknown." in err
+    assert "modprobe sch_netem" in err
+    assert cluster.main(["--dir", str(tmp_path), "up", "--mode", "loopback", "--netem", "delay 1ms"]) == 2
+    assert "--netem needs network namespaces" in capsys.readouterr().err
+
+
+def test_netem_probe_answers_on_this_machine(cluster):
+    """The real probe: None where tc netem works, else the kernel's/tc's reason (never an exception)."""
+    if cluster.netns_unavailable("sbq"):
+        pytest.skip("the netem probe needs network namespaces")
+    why = cluster.netem_unavailable("delay 1ms")
+    assert why is None or isinstance(why, str) and why
+    assert "sbnetem" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("prefix", ["toolong", "Sb", "s-b", ""])
+def test_bad_prefix_is_refused(cluster, tmp_path, capsys, prefix):
+    assert cluster.main(["--dir", str(tmp_path), "up", "--prefix", prefix]) == 2
+    assert "--prefix must be 1-4 lowercase letters/digits" in capsys.readouterr().err
+
+
+def test_a_cluster_of_another_shape_must_be_taken_down_first(cluster, tmp_path, capsys):
+    state = {"dir": str(tmp_path), "mode": "loopback", "net": "10.77.0", "prefix": "sb", "workers": 3, "cores": 2,
+             "memory": "1g", "executor_memory": "512m", "netem": "",
+             "nodes": cluster.layout("loopback", "10.77.0", "sb", 3)}
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    assert cluster.main(["--dir", str(tmp_path), "up", "--workers", "2"]) == 2
+    assert "a cluster with another shape is up" in capsys.readouterr().err
+
+
+def test_health_wait_times_out_with_the_logs_to_read(cluster, tmp_path):
+    state = {"dir": str(tmp_path), "nodes": cluster.layout("netns", "192.0.2", "sb", 2)}  # TEST-NET: nobody answers
+    (tmp_path / "worker1" / "logs").mkdir(parents=True)
+    (tmp_path / "worker1" / "logs" / "spark-worker.out").write_text("")
+    with pytest.raises(cluster.ClusterError) as error:
+        cluster.wait_healthy(state, timeout=1)
+    assert error.value.code == 1
+    assert "not healthy after 1 s" in str(error.value) and "worker1/logs/spark-worker.out" in str(error.value)
+
+
+def test_status_and_down_without_a_cluster(tmp_path):
+    status = run("--dir", str(tmp_path), "status")
+    assert status.returncode == 3 and "cluster: none in" in status.stdout
+    down = run("--dir", str(tmp_path), "down")
+    assert down.returncode == 0 and "nothing to stop" in down.stdout
+
+
+def test_layout_gives_every_node_its_own_address(cluster):
+    nodes = cluster.layout("netns", "10.77.0", "sb", 100)
+    addresses = [n["ip"] for n in nodes.values()]
+    assert len(set(addresses)) == len(addresses) == 102
+    assert nodes["loadgen"] == {"ip": "10.77.0.1", "netns": ""}
+    assert nodes["worker100"] == {"ip": "10.77.0.110", "netns": "sb-worker100"}
+    assert all(n["ip"].startswith("127.0.0.") and not n["netns"]
+               for n in cluster.layout("loopback", "10.77.0", "sb", 3).values())
+    with pytest.raises(cluster.ClusterError):
+        cluster.layout("netns", "10.77.0", "sb", 245)

@@ -1,0 +1,190 @@
+"""End to end on this machine, through the real make targets and Ansible plays.
+
+Network namespaces (when this machine can make them): make cluster-up → a PySpark job from the load
+generator runs tasks on every worker node → a second cluster-up and an Ansible re-run change nothing →
+a killed worker is marked dead and restored → logs and metrics are collected → cluster-down leaves no
+process, namespace or link behind. Loopback fallback (always): up → the job runs on both workers →
+down leaves no process behind.
+
+Each test uses its own folder, subnet and name prefix so it never touches a developer's cluster, and
+tears everything down even when a step fails. The first cluster-up builds .venv-cluster (PySpark and
+the project, a few minutes); later ones reuse it.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+NET, PREFIX, WORKERS = "10.77.7", "sbt7", 2
+ANSIBLE_ENV = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible" / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+
+
+def make(target, directory, timeout=600, **variables):
+    args = [f"CLUSTER_DIR={directory}", f"CLUSTER_NET={NET}", f"CLUSTER_PREFIX={PREFIX}", f"WORKERS={WORKERS}"]
+    args += [f"{k}={v}" for k, v in variables.items()]
+    return subprocess.run(["make", "--no-print-directory", "-f", "infra/cluster.mk", target, *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def cluster_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("skewbench_local_cluster", ROOT / "infra/local/cluster.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def leftovers(directory):
+    """Processes running from the cluster's folder, and namespaces or links with the test's prefix."""
+    import psutil  # from .venv-infra (conftest.py)
+
+    procs = []
+    for p in psutil.process_iter():
+        try:
+            if p.cwd().startswith(str(directory)) or str(directory) in " ".join(p.cmdline()):
+                procs.append(p.pid)
+        except psutil.Error:
+            pass
+    names = []
+    if os.geteuid() == 0 and shutil.which("ip"):
+        links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+        names += [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
+        names += subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    return procs, [n for n in names if n.startswith(PREFIX)]
+
+
+def master(state):
+    with urllib.request.urlopen(f"http://{state['nodes']['master']['ip']}:8080/json/", timeout=5) as r:
+        return json.load(r)
+
+
+def ansible_changed(text):
+    return sum(int(n) for n in re.findall(r"changed=(\d+)", text[text.rfind("PLAY RECAP"):]))
+
+
+def cluster_up(directory, mode):
+    if shutil.which("java") is None and os.geteuid() != 0:
+        pytest.skip("Java is missing and only root may install it (apt-get install openjdk-17-jre-headless)")
+    started = time.monotonic()
+    up = make("cluster-up", directory, timeout=1500, CLUSTER_MODE=mode)
+    print(f"cluster-up ({mode}) {time.monotonic() - started:.1f} s")
+    assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+    assert f"workers: {WORKERS} of {WORKERS} alive" in up.stdout, up.stdout
+    state = json.loads((directory / "state.json").read_text())
+    assert state["mode"] == mode
+    return up, state, {n: v["ip"] for n, v in state["nodes"].items() if n.startswith("worker")}
+
+
+def smoke_job(directory):
+    job = subprocess.run([str(ROOT / ".venv-cluster/bin/python"), str(ROOT / "infra/smoke_job.py"), "--tasks", "16"],
+                         env={**os.environ, "SPARK_CONF_DIR": str(directory / "loadgen/conf")},
+                         capture_output=True, text=True, timeout=300)
+    assert job.returncode == 0, job.stderr[-3000:]
+    return json.loads(job.stdout.strip().splitlines()[-1])
+
+
+def cluster_down(directory):
+    started = time.monotonic()
+    down = make("cluster-down", directory)
+    print(f"cluster-down {time.monotonic() - started:.1f} s")
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert leftovers(directory) == ([], []), leftovers(directory)
+    assert not (directory / "state.json").exists()
+
+
+@pytest.fixture
+def cluster_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("cluster")
+    try:
+        yield directory
+    finally:
+        make("cluster-down", directory)
+
+
+def test_namespace_cluster_lifecycle(cluster_dir):
+    why = cluster_module().netns_unavailable(PREFIX)
+    if why:
+        pytest.skip(f"network namespaces are not available here ({why}); the loopback test covers the fallback")
+    cluster = cluster_dir
+    up, state, workers = cluster_up(cluster, "netns")
+    assert len(set(workers.values())) == WORKERS
+
+    again = make("cluster-up", cluster, CLUSTER_MODE="netns")
+    assert again.returncode == 0 and "already up" in again.stdout, again.stdout + again.stderr
+    rerun = subprocess.run([str(ROOT / ".venv-infra/bin/ansible-playbook"), "-i", str(cluster / "inventory.yml"),
+                            str(ROOT / "ansible/site.yml")], env=ANSIBLE_ENV, capture_output=True, text=True,
+                           timeout=600)
+    assert rerun.returncode == 0 and "PLAY RECAP" in rerun.stdout, rerun.stdout[-3000:]
+    assert ansible_changed(rerun.stdout) == 0, rerun.stdout[rerun.stdout.rfind("PLAY RECAP"):]
+
+    # A job from the load generator (the host, on the bridge) runs tasks on executors of every worker node,
+    # and the tasks' own route to the master starts at their node's address: they ran in its namespace.
+    result = smoke_job(cluster)
+    assert set(result["executor_tasks"]) == set(workers.values()), result
+    assert all(n > 0 for n in result["executor_tasks"].values()), result
+    assert set(result["task_nodes"]) == set(workers.values()), result
+
+    status = make("cluster-status", cluster)
+    assert status.returncode == 0, status.stdout + status.stderr
+    for name, address in workers.items():
+        assert re.search(rf"{name}\s+{re.escape(address)}\s+ALIVE\s+cores 2\s+memory 1024 MiB", status.stdout), \
+            status.stdout
+    assert f"UI http://{state['nodes']['master']['ip']}:8080" in status.stdout
+
+    # Every worker node's agent sampled its worker and executor JVMs and Python workers.
+    for name in workers:
+        roles = {line.split(",")[3] for line in (cluster / name / "metrics/resources.csv").read_text().splitlines()}
+        assert {"worker", "executor", "python_worker"} <= roles, (name, roles)
+
+    # Kill a worker daemon: the master marks it dead, status says so, cluster-up restores it.
+    pid = int((cluster / "worker2/run/spark-worker.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 90
+    while not any(w["host"] == workers["worker2"] and w["state"] == "DEAD" for w in master(state)["workers"]):
+        assert time.monotonic() < deadline, "the master did not mark the killed worker dead"
+        time.sleep(1)
+    status = make("cluster-status", cluster)
+    assert status.returncode != 0 and "Error 3" in status.stderr, status.stdout + status.stderr  # make says 3
+    assert re.search(rf"worker2\s+{re.escape(workers['worker2'])}\s+DEAD", status.stdout), status.stdout
+    restored = make("cluster-up", cluster, CLUSTER_MODE="netns")
+    assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-3000:]
+    status = make("cluster-status", cluster)
+    assert status.returncode == 0 and f"workers: {WORKERS} of {WORKERS} alive" in status.stdout, status.stdout
+
+    # Logs and metrics of every node land in one results folder.
+    results = cluster / "results"
+    collect = subprocess.run([str(ROOT / ".venv-infra/bin/ansible-playbook"), "-i", str(cluster / "inventory.yml"),
+                              str(ROOT / "ansible/collect.yml"), "-e", f"results_dir={results}"],
+                             env=ANSIBLE_ENV, capture_output=True, text=True, timeout=300)
+    assert collect.returncode == 0, collect.stdout[-3000:]
+    for node in ["master", "loadgen", *workers]:
+        assert (results / node / "metrics/resources.csv").exists(), node
+    assert (results / "master/logs/spark-master.out").exists()
+    assert list(results.glob("worker1/work/app-*/*/stderr")), "executor logs were not collected"
+
+    cluster_down(cluster)
+
+
+def test_loopback_fallback_lifecycle(cluster_dir):
+    """What a machine without namespaces gets: every node on its own 127.0.0.x address."""
+    cluster = cluster_dir
+    _, state, workers = cluster_up(cluster, "loopback")
+    assert all(address.startswith("127.0.0.") for address in workers.values())
+    result = smoke_job(cluster)
+    assert set(result["executor_tasks"]) == set(workers.values()), result
+    assert all(n > 0 for n in result["executor_tasks"].values()), result
+    assert set(result["task_local_ips"]) == set(workers.values()), result
+    again = make("cluster-up", cluster, CLUSTER_MODE="loopback")
+    assert again.returncode == 0 and "already up" in again.stdout, again.stdout + again.stderr
+    cluster_down(cluster)
