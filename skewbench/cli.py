@@ -95,6 +95,7 @@ def cmd_simulate(args) -> int:
 
 def cmd_speed(args) -> int:
     from skewbench.bench.provenance import write_metadata
+    import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.bench.study import claim
     from skewbench.scheme import REGISTRY
     from skewbench.workloads import parse
@@ -108,7 +109,7 @@ def cmd_speed(args) -> int:
     from skewbench.bench.speed import measure
 
     table = measure(stream, schemes, workers=args.workers, sources=args.sources, repeat=args.repeat, seed=args.seed)
-    print(table[["scheme", "msgs_per_s", "ratio_to_kg", "plan_seconds"]].to_string(index=False))
+    print(table[["scheme", "msgs_per_s", "ratio_to_kg", "plan_seconds", "paper_plan"]].to_string(index=False))
     if args.out:
         table.to_csv(args.out, index=False)
         write_metadata(Path(args.out), vars(args))

@@ -64,3 +64,15 @@ def test_installed_entry_point_lists_every_scheme():
     assert done.returncode == 0
     names = {line.split()[0] for line in done.stdout.splitlines()}
     assert {"kg", "pkg", "dkg", "mixed", "gedik-readj", "wchoices"} <= names
+
+
+def test_speed_measures_every_scheme_by_default(tmp_path):
+    """In a fresh process (nothing imported yet), the default scheme list is the whole registry."""
+    out = tmp_path / "speed.csv"
+    done = subprocess.run([sys.executable, "-m", "skewbench.cli", "speed", "--messages", "20000", "--workers", "10",
+                           "--repeat", "1", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    import skewbench.schemes  # noqa: F401
+    from skewbench.scheme import REGISTRY
+
+    assert set(pd.read_csv(out).scheme) == set(REGISTRY)
