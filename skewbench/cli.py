@@ -117,6 +117,50 @@ def cmd_speed(args) -> int:
     return 0
 
 
+RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "rate", "batch_rows",
+               "master", "seed", "split", "delay_mode", "out")
+
+
+def cmd_run(args) -> int:
+    import os
+
+    from skewbench.bench.spark.run import CLUSTER_PYTHON, DEFAULT_CONF_DIR, Config, RunError, check
+
+    config = Config(**{k: getattr(args, k) for k in RUN_OPTIONS})
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:  # the project's .venv: check what needs no Spark, then re-run in .venv-cluster
+        try:
+            check(config, need_cluster=False)
+        except RunError as exc:
+            raise UsageError(str(exc)) from None
+        if not CLUSTER_PYTHON.exists():
+            raise UsageError(f"PySpark is not installed here and {CLUSTER_PYTHON} is missing: run `make cluster-up` "
+                             f"(it builds .venv-cluster), then run this command again")
+        argv = [str(CLUSTER_PYTHON), "-m", "skewbench.cli", "run"]
+        for k in RUN_OPTIONS:
+            if getattr(args, k) is not None:
+                argv += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
+        os.environ.setdefault("SPARK_CONF_DIR", str(DEFAULT_CONF_DIR))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(argv[0], argv)
+    from skewbench.bench.spark.run import run
+
+    try:
+        summary = run(config)
+    except RunError as exc:
+        raise UsageError(str(exc)) from None
+    lat = summary["latency_seconds"]
+    print(f"{summary['app']} {summary['scheme']} W={summary['workers']} S={summary['sources']}: "
+          f"correct={summary['correct']}  {summary['throughput_msgs_per_s']:,.0f} msgs/s after warm-up  "
+          f"latency p50 {lat['p50']:.3f} s p99 {lat['p99']:.3f} s  overhead/batch "
+          f"{summary['overhead_seconds']['median']:.2f} s  max/mean {summary['imbalance_max_over_mean']:.3f}  "
+          f"delay {summary['delay_mode']} error {summary['delay']['error'] or 0:+.2%}")
+    print(f"wrote {args.out}")
+    return 0 if summary["correct"] else EXIT_FAILED
+
+
 def cmd_schemes(args) -> int:
     from skewbench.scheme import REGISTRY
     import skewbench.schemes  # noqa: F401
@@ -176,6 +220,29 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--out", metavar="FILE.csv")
     speed.add_argument("--force", action="store_true", help="replace an existing --out")
     speed.set_defaults(func=cmd_speed)
+
+    run = sub.add_parser("run", help="one Spark Structured Streaming run of an app with a scheme, checked and measured",
+                         description="Spark pipeline: S sources -> routing stage (one scheme per source) -> W worker "
+                                     "slots (app state, injected delay) -> results checked against a single-process "
+                                     "reference. Runs the driver with .venv-cluster/bin/python (re-executes itself "
+                                     "there) on the cluster of SPARK_CONF_DIR (default .cluster/loadgen/conf).")
+    run.add_argument("--app", required=True, help="wordcount, selfjoin or naivebayes")
+    run.add_argument("--scheme", required=True, help="see `skewbench schemes` (pkg-global and pkg-probe are refused)")
+    run.add_argument("--workers", type=int, required=True, metavar="W", help="worker slots (Spark partitions)")
+    run.add_argument("--sources", type=int, default=1, metavar="S", help="source partitions, 1..W (default 1)")
+    run.add_argument("--delay-ms", type=float, default=0.0, metavar="D", help="injected work per message copy")
+    run.add_argument("--workload", metavar="SPEC", help="default: the app's (wp, ticks:..., docs:...)")
+    run.add_argument("--messages", type=int, default=50_000, metavar="N", help="stream length (default 50000)")
+    run.add_argument("--rate", type=float, default=0.0, metavar="R",
+                     help="offered messages/s, open loop (default 0: all available at once)")
+    run.add_argument("--batch-rows", type=int, metavar="N", help="most messages per micro-batch (default N/10)")
+    run.add_argument("--master", metavar="URL", help="spark://HOST:7077 (default: spark.master of SPARK_CONF_DIR)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the workload and the hash functions")
+    run.add_argument("--split", choices=("shuffle", "key"), default="shuffle", help="how messages reach sources")
+    run.add_argument("--delay-mode", choices=("spin", "sleep"),
+                     help="spin (CPU busy loop) or sleep; default spin when W <= real cores, else sleep")
+    run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
+    run.set_defaults(func=cmd_run)
 
     sub.add_parser("schemes", help="list the partitioning schemes").set_defaults(func=cmd_schemes)
     sub.add_parser("workloads", help="list workload SPECs and their parameters").set_defaults(func=cmd_workloads)

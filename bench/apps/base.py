@@ -1,0 +1,192 @@
+"""The app interface of the Spark pipeline (issue 4): what the routing stage sends, what a worker does.
+
+An :class:`App` is pure pandas/numpy: the pipeline (``skewbench.bench.spark``) and the in-process
+mini-pipeline (:mod:`skewbench.bench.apps.local`) call the same methods, so every scheme's final
+answer can be compared with :meth:`App.reference`, computed by one process without routing.
+
+Rows the routing stage produces (one row per message copy): ``seq`` int64 (global message index),
+``source`` int32, ``key`` str (the label), ``fp`` int64 (the uint64 fingerprint viewed as int64),
+``t_intended`` float64, the app's payload columns, then ``worker`` int32 and ``role`` str
+(``'store'`` updates the worker's state, ``'probe'`` is a read-only copy for a worker that may hold
+state of the key).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from skewbench.hashing import distinct_choices
+from skewbench.scheme import Scheme
+from skewbench.stream import Stream
+
+APPS: dict[str, type[App]] = {}
+
+#: Schemes whose candidate set changes over time or differs per source: a key may be held anywhere.
+ANY_WORKER = frozenset({"sg", "dchoices", "wchoices", "dkg", "on-greedy"})
+#: Schemes that keep a key on (one or both of) its two hash choices, whatever each source decided.
+TWO_CHOICES = frozenset({"pkg", "pkg-global", "pkg-probe", "potc"})
+
+
+def register_app(cls: type[App]) -> type[App]:
+    """Class decorator: make an app available under ``cls.name``."""
+    APPS[cls.name] = cls
+    return cls
+
+
+def make_app(name: str, **params) -> App:
+    """Instantiate a registered app by name (``ValueError`` listing the names if unknown)."""
+    try:
+        cls = APPS[name]
+    except KeyError:
+        raise ValueError(f"unknown app {name!r}; known apps: {' '.join(sorted(APPS))}") from None
+    return cls(**params)
+
+
+# -- where a key's state may live ------------------------------------------------------------------
+
+def holder_pairs(scheme: Scheme, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised :func:`holders`: ``(row, worker)`` pairs, one per holder of each row's key.
+
+    ``row`` indexes ``fps``; pairs come grouped by row, workers ascending within a row.
+    """
+    fps = np.ascontiguousarray(fps).view(np.uint64)
+    n, w = len(fps), scheme.workers
+    if n == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if scheme.name in ANY_WORKER or w == 1:
+        return np.repeat(np.arange(n, dtype=np.int64), w), np.tile(np.arange(w, dtype=np.int64), n)
+    if scheme.name in TWO_CHOICES:
+        both = np.sort(distinct_choices(fps, w, 2, scheme.seed), axis=1)
+        return np.repeat(np.arange(n, dtype=np.int64), 2), both.ravel()
+    if scheme.splits_keys:
+        raise ValueError(f"holders() does not know where scheme {scheme.name!r} keeps a split key; "
+                         "add it to ANY_WORKER or TWO_CHOICES in skewbench/bench/apps/base.py")
+    uniq, inverse = np.unique(fps, return_inverse=True)
+    per_key = [np.sort(np.asarray(scheme.candidates(int(fp)), dtype=np.int64)) for fp in uniq]
+    sizes = np.array([len(c) for c in per_key], dtype=np.int64)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    flat = np.concatenate(per_key) if per_key else np.empty(0, dtype=np.int64)
+    counts = sizes[inverse]
+    rows = np.repeat(np.arange(n, dtype=np.int64), counts)
+    offsets = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return rows, flat[starts[inverse][rows] + offsets]
+
+
+def holders(scheme: Scheme, fp: int) -> np.ndarray:
+    """Every worker that may hold state of key ``fp`` under ``scheme`` (ascending).
+
+    ``scheme.candidates(fp)`` for schemes that do not split keys and decide the same on every
+    source; both hash choices for pkg / pkg-global / pkg-probe and for potc (each source fixes a
+    key on one of its two choices, not necessarily the same one); all W for sg, dchoices,
+    wchoices, dkg and on-greedy (their candidate sets change over time or differ per source).
+    Adaptive schemes (gedik-*, llfd, ...) answer with their current table: exact as long as no
+    plan moves a key during the run (state migration is not modelled by the apps).
+    """
+    return holder_pairs(scheme, np.array([fp], dtype=np.uint64).view(np.int64))[1]
+
+
+def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFrame,
+           store: np.ndarray, probe: np.ndarray, probe_store_worker: bool = False) -> pd.DataFrame:
+    """The rows of one source batch with ``worker`` and ``role`` added.
+
+    ``store`` marks rows stored at ``routes[i]``; ``probe`` marks rows copied read-only to every
+    holder of their key — except the store worker, unless ``probe_store_worker`` (rows that are
+    probes only, e.g. Naive Bayes queries, go to all holders).  Raises ``ValueError`` when a
+    store worker is not among the holders (the holder rule would then miss state).
+    """
+    routes = np.asarray(routes, dtype=np.int64)
+    store, probe = np.asarray(store, dtype=bool), np.asarray(probe, dtype=bool)
+    parts = [batch.iloc[np.flatnonzero(store)].assign(worker=routes[store].astype(np.int32), role="store")]
+    rows, workers = holder_pairs(scheme, fps)
+    at_route = workers == routes[rows]
+    covered = np.zeros(len(batch), dtype=bool)
+    covered[rows[at_route]] = True
+    if not covered[store].all():
+        bad = int(np.flatnonzero(store & ~covered)[0])
+        raise ValueError(f"scheme {scheme.name!r} routed key fp={int(np.asarray(fps).view(np.uint64)[bad])} to "
+                         f"worker {routes[bad]}, which is not among its holders: the app would miss state")
+    keep = probe[rows] & (probe_store_worker | ~at_route)
+    rows, workers = rows[keep], workers[keep]
+    parts.append(batch.iloc[rows].assign(worker=workers.astype(np.int32), role="probe"))
+    return pd.concat(parts, ignore_index=True)
+
+
+# -- the stream as the routing stage sees it ----------------------------------------------------------
+
+def stream_keys(stream: Stream) -> np.ndarray:
+    """The ``key`` column: each message's label as ``str`` (its id when the stream has no labels)."""
+    labels = np.arange(stream.n_keys) if stream.labels is None else np.asarray(stream.labels)
+    return labels.astype(str)[stream.ids].astype(object)
+
+
+def stream_rows(stream: Stream, app: App, sources: np.ndarray | None = None) -> pd.DataFrame:
+    """All messages as routing-stage input rows (``seq``, ``source``, ``key``, ``fp``,
+    ``t_intended`` = the stream clock, then the app's payload columns)."""
+    n = stream.messages
+    frame = pd.DataFrame({
+        "seq": np.arange(n, dtype=np.int64),
+        "source": np.zeros(n, dtype=np.int32) if sources is None else np.asarray(sources, dtype=np.int32),
+        "key": stream_keys(stream),
+        "fp": stream.fps.view(np.int64),
+        "t_intended": stream.clock.astype(np.float64),
+    })
+    for col in app.payload_columns:
+        frame[col] = stream.payload[col]
+    return frame
+
+
+# -- counts keyed by fingerprint ------------------------------------------------------------------------
+
+def add_counts(keys: np.ndarray, counts: np.ndarray, new_keys: np.ndarray,
+               new_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge ``(new_keys, new_counts)`` into sorted unique ``keys`` with ``counts`` (rows may be 2-D)."""
+    if counts.ndim == 2:  # pad to the wider of the two (Naive Bayes grows a class column on demand)
+        width = max(counts.shape[1], new_counts.shape[1])
+        counts, new_counts = (np.pad(c, ((0, 0), (0, width - c.shape[1]))) for c in (counts, new_counts))
+    all_keys, inverse = np.unique(np.concatenate([keys, new_keys]), return_inverse=True)
+    merged = np.zeros((len(all_keys), *counts.shape[1:]), dtype=np.int64)
+    np.add.at(merged, inverse, np.concatenate([counts, new_counts]))
+    return all_keys, merged
+
+
+class App:
+    """One streaming application; see the module docstring and ``/work/briefs/common-issue4.md``."""
+
+    name: ClassVar[str] = ""
+    default_workload: ClassVar[str] = ""
+    payload_columns: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, stream: Stream) -> None:
+        """``ValueError`` with a clear message if ``stream`` lacks what the app needs."""
+        missing = [c for c in self.payload_columns if c not in stream.payload]
+        if missing:
+            have = ", ".join(sorted(stream.payload)) or "none"
+            raise ValueError(f"app {self.name!r} needs payload column(s) {', '.join(missing)} "
+                             f"(stream {stream.name!r} has: {have}); try the workload {self.default_workload!r}")
+
+    def fan_out(self, scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFrame) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def new_state(self, worker: int) -> object:
+        raise NotImplementedError
+
+    def process(self, state, rows: pd.DataFrame) -> tuple[object, pd.DataFrame]:
+        raise NotImplementedError
+
+    def state_entries(self, state) -> int:
+        raise NotImplementedError
+
+    def combine(self, outputs: pd.DataFrame, states: list) -> object:
+        raise NotImplementedError
+
+    def reference(self, stream: Stream) -> object:
+        raise NotImplementedError
+
+    def same(self, a, b) -> bool:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"

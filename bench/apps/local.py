@@ -1,0 +1,107 @@
+"""The pipeline in one process, without Spark: sources → routers → fan-out → workers → aggregator.
+
+:func:`run_in_process` does what the Spark pipeline does, batch by batch, with the same objects:
+the stream is split to S sources exactly as the simulator splits it
+(:func:`~skewbench.simulator.engine.source_of_each_message`), each source routes its share of a
+micro-batch with its own scheme object (one shared object, in arrival order, for schemes with
+``coupling = "global"``), :meth:`App.fan_out` adds the worker copies, and every worker's rows of
+the batch go through :meth:`App.process` in ``seq`` order, with the state pickled in between as
+Spark would.  It is the "single process with routing" answer the Spark run is compared with.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from skewbench.bench.apps.base import App, stream_rows
+from skewbench.scheme import Scheme, Stats, make_scheme
+from skewbench.simulator.engine import source_of_each_message
+from skewbench.stream import Stream
+
+
+@dataclass
+class LocalRun:
+    """The aggregator's answer plus what a benchmark reports about the run."""
+
+    answer: object
+    outputs: pd.DataFrame = field(repr=False)
+    states: list = field(repr=False)
+    stores: np.ndarray  # store rows per worker (the load a scheme balances)
+    probes: np.ndarray  # probe rows per worker (the read fan-out the scheme costs)
+    counters: int  # sum over workers of App.state_entries
+
+
+def prepare_scheme(name: str, workers: int, stream: Stream, *, seed: int = 0, params: dict | None = None,
+                   plan_prefix: int | None = None) -> Scheme:
+    """A router ready to use on ``stream``, the way the simulator prepares one.
+
+    Offline schemes (off-greedy) are fitted on the whole stream's key counts.  Adaptive schemes
+    (gedik-*, llfd, mintable, ...) route the first ``plan_prefix`` messages (default: a tenth of
+    the stream), install the plan they produce from those statistics, and keep it for the whole
+    run: the apps do not migrate state, so a plan may not change while they run.
+    """
+    scheme = make_scheme(name, workers, seed=seed, **(params or {}))
+    if scheme.offline:
+        keys, counts = np.unique(stream.ids, return_counts=True)
+        scheme.fit(Stats(keys=stream.key_fps[keys], counts=counts.astype(np.float64), loads=np.zeros(workers)))
+    if scheme.adaptive:
+        n = max(1, stream.messages // 10 if plan_prefix is None else int(plan_prefix))
+        routes = scheme.route_many(stream.fps[:n], stream.clock[:n])
+        keys, counts = np.unique(stream.ids[:n], return_counts=True)
+        stats = Stats(keys=stream.key_fps[keys], counts=counts.astype(np.float64),
+                      loads=np.bincount(routes, minlength=workers).astype(np.float64), now=float(stream.clock[n - 1]))
+        plan = scheme.rebalance(stats)
+        if plan is not None:
+            scheme.apply(plan)
+    return scheme
+
+
+def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int, sources: int = 1,
+                   batch: int = 1_000, *, split: str = "shuffle", seed: int = 0, params: dict | None = None,
+                   plan_prefix: int | None = None, pickle_states: bool = True) -> LocalRun:
+    """Run ``app`` on ``stream`` routed by ``scheme`` (a name, or a prepared prototype router).
+
+    ``batch`` messages (in stream order, all sources together) form one micro-batch.
+    """
+    app.check(stream)
+    if isinstance(scheme, str):
+        scheme = prepare_scheme(scheme, workers, stream, seed=seed, params=params, plan_prefix=plan_prefix)
+    if scheme.workers != workers:
+        raise ValueError(f"the scheme has {scheme.workers} workers, the run {workers}")
+    source = source_of_each_message(stream, sources, split)
+    rows = stream_rows(stream, app, source)
+    fps, clock = stream.fps, stream.clock
+    shared = scheme.coupling == "global"
+    routers = [scheme] if shared else [scheme] + [scheme.spawn() for _ in range(sources - 1)]
+    states = [app.new_state(w) for w in range(workers)]
+    stores, probes = np.zeros(workers, dtype=np.int64), np.zeros(workers, dtype=np.int64)
+    outputs = []
+    for lo in range(0, stream.messages, batch):
+        hi = min(lo + batch, stream.messages)
+        routes = scheme.route_many(fps[lo:hi], clock[lo:hi]) if shared else None
+        sent = []
+        for s in range(sources):
+            idx = lo + np.flatnonzero(source[lo:hi] == s)
+            if not len(idx):
+                continue
+            router = routers[0 if shared else s]
+            r = routes[idx - lo] if shared else router.route_many(fps[idx], clock[idx])
+            sent.append(app.fan_out(router, fps[idx], r, rows.iloc[idx].reset_index(drop=True)))
+        copies = pd.concat(sent, ignore_index=True).sort_values(["worker", "seq"], kind="stable")
+        worker = copies["worker"].to_numpy()
+        is_store = (copies["role"] == "store").to_numpy()
+        stores += np.bincount(worker[is_store], minlength=workers)
+        probes += np.bincount(worker[~is_store], minlength=workers)
+        bounds = np.searchsorted(worker, np.arange(workers + 1))
+        for w in np.flatnonzero(np.diff(bounds)):
+            mine = copies.iloc[bounds[w]:bounds[w + 1]].reset_index(drop=True)
+            state = pickle.loads(pickle.dumps(states[w])) if pickle_states else states[w]
+            states[w], out = app.process(state, mine)
+            outputs.append(out)
+    outputs = pd.concat(outputs, ignore_index=True)
+    return LocalRun(answer=app.combine(outputs, states), outputs=outputs, states=states, stores=stores,
+                    probes=probes, counters=int(sum(app.state_entries(s) for s in states)))

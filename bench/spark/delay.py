@@ -1,0 +1,57 @@
+"""The injected per-message work of a worker (the PKG paper's 0.1–1 ms CPU delay per message).
+
+Two ways to spend ``count × delay`` seconds:
+
+* ``spin`` — a busy loop on the thread's CPU clock (:func:`time.thread_time`): every message costs
+  ``delay`` seconds of CPU, like the paper's busy-waiting bolt.  Honest only when every worker slot
+  has a core of its own (``slots <= cores``); otherwise slots steal each other's cores.
+* ``sleep`` — wall time, slept in chunks of at least :data:`SLEEP_CHUNK` seconds (so the sleep call's
+  own overshoot stays small).  Lets many worker slots share a small machine.
+
+Both aim at absolute targets (message *k* is done at ``start + k × delay``), so the errors of single
+waits do not add up; :func:`burn` returns the seconds actually spent on the clock it used, and the
+pipeline records intended vs actual per batch and worker.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+MODES = ("spin", "sleep")
+SLEEP_CHUNK = 0.002  # seconds: shortest single sleep
+
+
+def default_mode(slots: int, cores: int) -> str:
+    """``spin`` when every worker slot can have its own core, else ``sleep``."""
+    return "spin" if slots <= cores else "sleep"
+
+
+def burn(count: int, delay: float, mode: str) -> float:
+    """Spend ``delay`` seconds per message for ``count`` messages; return the seconds spent.
+
+    ``spin`` returns thread CPU seconds, ``sleep`` wall seconds.
+
+    >>> round(burn(20, 0.001, "sleep"), 2)
+    0.02
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown delay mode {mode!r}; use one of {', '.join(MODES)}")
+    if count <= 0 or delay <= 0:
+        return 0.0
+    if mode == "spin":
+        clock = time.thread_time
+        start = clock()
+        for k in range(1, count + 1):  # one wait per message, on absolute targets
+            target = start + k * delay
+            while clock() < target:
+                pass
+        return clock() - start
+    clock = time.perf_counter
+    start = clock()
+    chunk = max(1, math.ceil(SLEEP_CHUNK / delay))
+    for k in range(chunk, count + chunk, chunk):
+        remaining = start + min(k, count) * delay - clock()
+        if remaining > 0:
+            time.sleep(remaining)
+    return clock() - start

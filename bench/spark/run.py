@@ -1,0 +1,432 @@
+"""``skewbench run``: one Spark Structured Streaming run of an app with a scheme, checked and measured.
+
+The query: the "skewbench" source (S partitions, open loop) → routing stage (one scheme per source,
+``applyInPandasWithState``) → worker stage (W groups, worker *i* on partition *i*) → ``foreachBatch``
+on the driver, which writes every batch's app outputs and worker metrics as Parquet.  The run ends
+when all N messages have been processed; then ``app.combine`` (outputs + the last state of every
+worker) is compared with ``app.reference(stream)``.
+
+Both stateful stages use ``spark.sql.shuffle.partitions = W``: routing group *j* (source *j*) and
+worker group *i* are grouped on preimages (:func:`preimages`) so they land on partitions *j* and *i*;
+hence S <= W.  Partitions S..W-1 of the routing stage are empty.
+
+Written into ``DIR.partial`` and renamed to ``DIR`` when complete (an ``INCOMPLETE`` marker is left
+after a failure or Ctrl-C):
+
+* ``outputs/batch-NNNNNN.parquet`` — the app's output rows; ``metrics/batch-NNNNNN.parquet`` — one row
+  per (batch, worker): messages stored/probed, delay intended vs actual, process and busy seconds,
+  state entries, partition;
+* ``batches.parquet`` — per batch: duration, input rows, max worker busy time, engine overhead;
+* ``summary.json`` and ``run.meta.json`` (versions, commit, cluster shape from the master, config,
+  delay mode).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
+DEFAULT_CONF_DIR = ROOT / ".cluster" / "loadgen" / "conf"
+
+
+class RunError(ValueError):
+    """Bad input or environment: reported in one line, exit code 2."""
+
+
+@dataclass
+class Config:
+    app: str
+    scheme: str
+    workers: int
+    sources: int
+    delay_ms: float
+    workload: str | None = None  # default: the app's
+    messages: int = 50_000
+    rate: float = 0.0
+    batch_rows: int | None = None  # default: ceil(messages / 10)
+    master: str | None = None
+    seed: int = 0
+    split: str = "shuffle"
+    delay_mode: str | None = None  # default: default_mode(W, cores)
+    out: str = ""
+
+
+# -- checks before Spark ------------------------------------------------------------------------------
+
+def conf_dir() -> Path:
+    return Path(os.environ.get("SPARK_CONF_DIR") or DEFAULT_CONF_DIR)
+
+
+def spark_default(name: str) -> str | None:
+    """A setting of the driver configuration (``SPARK_CONF_DIR/spark-defaults.conf``), or None."""
+    defaults = conf_dir() / "spark-defaults.conf"
+    if defaults.exists():
+        for line in defaults.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == name:
+                return parts[1]
+    return None
+
+
+def master_url(config: Config) -> str:
+    """``--master``, else ``spark.master`` from the driver configuration (``SPARK_CONF_DIR``)."""
+    url = config.master or spark_default("spark.master")
+    if url:
+        return url
+    raise RunError(f"no cluster configuration in {conf_dir()}: start the local cluster with `make cluster-up`, "
+                   f"or give --master spark://HOST:7077 (and SPARK_CONF_DIR for its secret)")
+
+
+def master_status(url: str) -> dict:
+    """The master's JSON status page (http://HOST:8080/json/); RunError with a hint if unreachable."""
+    host = url.split("://", 1)[-1].split(":", 1)[0].split("/", 1)[0]
+    page = f"http://{host}:8080/json/"
+    try:
+        with urllib.request.urlopen(page, timeout=5) as reply:
+            return json.load(reply)
+    except (OSError, urllib.error.URLError, ValueError) as exc:
+        raise RunError(f"the Spark master {url} is unreachable ({page}: {getattr(exc, 'reason', exc)}); "
+                       f"start the local cluster with `make cluster-up` or check --master") from None
+
+
+def free_slots(status: dict, own_app: str | None = None) -> int:
+    """Task slots of ALIVE workers not taken by other applications than ``own_app``."""
+    free = sum(w["cores"] - w.get("coresused", 0) for w in status.get("workers", []) if w.get("state") == "ALIVE")
+    return free + sum(a.get("cores", 0) for a in status.get("activeapps", []) if a.get("id") == own_app)
+
+
+def machine_cores(status: dict) -> int:
+    """Real cores under the worker slots: this machine's for a local cluster (its slots may be
+    over-committed), else the slots the master reports."""
+    local = (conf_dir().parent.parent / "state.json").exists()
+    return (os.cpu_count() or 1) if local else sum(w["cores"] for w in status.get("workers", []))
+
+
+def check(config: Config, need_cluster: bool = True, own_app: str | None = None) -> tuple[object, object, dict]:
+    """Every input check that needs no Spark; returns (app, a short stream, master status).
+    ``own_app``: the id of this driver's running application, whose slots count as free."""
+    from skewbench.bench.spark.delay import MODES
+    from skewbench.bench.spark.routing import check_supported
+    from skewbench.scheme import make_scheme
+    from skewbench.workloads import parse
+
+    try:
+        from skewbench.bench.apps import make_app
+    except ImportError as exc:
+        raise RunError(f"the apps (skewbench.bench.apps) are not available: {exc}") from None
+    try:
+        app = make_app(config.app)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    out = Path(config.out)
+    if out.exists():
+        raise RunError(f"--out {out} exists; results are never overwritten: pick another folder")
+    if out.with_name(out.name + ".partial").exists():
+        raise RunError(f"{out}.partial exists (an earlier run was interrupted): remove it or pick another --out")
+    if config.workers < 1:
+        raise RunError(f"--workers must be >= 1, got {config.workers}")
+    if not 1 <= config.sources <= config.workers:
+        raise RunError(f"--sources must be between 1 and --workers ({config.workers}): both stages share "
+                       f"spark.sql.shuffle.partitions = W, got {config.sources}")
+    if config.messages < 1 or config.delay_ms < 0 or config.rate < 0 or (config.batch_rows or 1) < 1:
+        raise RunError("--messages and --batch-rows must be >= 1, --delay-ms and --rate >= 0")
+    if config.delay_mode not in (None, *MODES):
+        raise RunError(f"--delay-mode must be one of {', '.join(MODES)}")
+    try:
+        check_supported(make_scheme(config.scheme, config.workers, seed=config.seed))
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    spec = config.workload or app.default_workload
+    head = parse(spec, messages=min(config.messages, 1000), seed=config.seed)  # WorkloadError if malformed
+    try:
+        app.check(head)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    if not need_cluster:
+        return app, head, {}
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        raise RunError("Java is missing: install openjdk-17-jre-headless (Spark 4 needs Java 17 or 21)")
+    url = master_url(config)
+    status = master_status(url)
+    slots = free_slots(status, own_app)
+    if config.workers > slots:
+        raise RunError(f"--workers {config.workers} exceeds the {slots} free task slots of {url}: every worker "
+                       f"needs its own slot (start the cluster with more CORES or WORKERS)")
+    return app, head, status
+
+
+# -- the query ------------------------------------------------------------------------------------------
+
+def preimages(spark, count: int, partitions: int) -> np.ndarray:
+    """``v[i]`` with ``pmod(hash(cast(v[i] as bigint)), partitions) == i``, computed by Spark itself.
+
+    The group columns must then be bigint (an int literal hashes differently)."""
+    from pyspark.sql import functions as F
+
+    span = 64 * partitions
+    found = (spark.range(0, span).select("id", F.expr(f"pmod(hash(id), {partitions})").alias("p"))
+             .groupBy("p").agg(F.min("id").alias("v")).collect())
+    table = {row["p"]: row["v"] for row in found}
+    missing = [i for i in range(count) if i not in table]
+    if missing:
+        raise RuntimeError(f"no preimage below {span} for partitions {missing}")
+    return np.array([table[i] for i in range(count)], dtype=np.int64)
+
+
+class Collector:
+    """The ``foreachBatch`` function: writes each batch's outputs and metrics, keeps the last states."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        (folder / "outputs").mkdir()
+        (folder / "metrics").mkdir()
+        self.done = 0
+        self.batches = 0
+        self.states: dict[int, object] = {}
+        self.latency: list[pd.DataFrame] = []
+        self.metrics: list[pd.DataFrame] = []
+
+    def __call__(self, frame, batch_id: int) -> None:
+        rows = frame.collect()
+        if not rows:
+            return
+        outputs, latency, metrics = [], [], []
+        from skewbench.bench.spark.workers import METRICS
+
+        for row in rows:
+            outputs.append(pickle.loads(row["outputs"]))
+            latency.append(pd.DataFrame({"seq": np.frombuffer(row["seqs"], dtype=np.int64),
+                                         "t_intended": np.frombuffer(row["t_intended"], dtype=np.float64),
+                                         "t_end": row["t_end"]}))
+            metrics.append({"batch": batch_id, **{k: row[k] for k in METRICS}})
+            self.states[row["worker"]] = pickle.loads(row["state"])
+        name = f"batch-{batch_id:06d}.parquet"
+        out = pd.concat(outputs, ignore_index=True)
+        if len(out):
+            out.to_parquet(self.folder / "outputs" / name, index=False)
+        metrics = pd.DataFrame(metrics)
+        metrics.to_parquet(self.folder / "metrics" / name, index=False)
+        latency = pd.concat(latency, ignore_index=True).groupby("seq").agg(t_intended=("t_intended", "first"),
+                                                                           t_end=("t_end", "max"))
+        latency["batch"] = batch_id
+        self.latency.append(latency)
+        self.metrics.append(metrics)
+        self.done += len(latency)
+        self.batches += 1
+
+
+def _clock(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def start_query(spark, config: Config, app, stream, folder: Path, collector: Collector):
+    from pyspark.sql import functions as F
+
+    from skewbench.bench.spark import routing, workers
+    from skewbench.bench.spark.source import SkewbenchDataSource, schema_of
+
+    spark.dataSource.register(SkewbenchDataSource)
+    W, S = config.workers, config.sources
+    groups = preimages(spark, W, W)
+    initial = [pickle.dumps(r) for r in routing.prepare(config.scheme, W, S, stream, config.seed)]
+    spec = config.workload or app.default_workload
+    source_schema = schema_of(spec, config.messages, config.seed, app.payload_columns)
+    routed_schema = source_schema.replace(", t_stream double", "") + ", worker int, role string"
+    routed_columns = [c.split()[0] for c in routed_schema.split(", ")]
+    batch_rows = config.batch_rows or math.ceil(config.messages / 10)
+    source = (spark.readStream.format("skewbench")
+              .option("workload", spec).option("messages", config.messages).option("seed", config.seed)
+              .option("sources", S).option("split", config.split).option("rate", config.rate)
+              .option("max_rows_per_trigger", batch_rows).option("payload", ",".join(app.payload_columns))
+              .load())
+    rg = F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups[:S]]), F.col("source") + 1)
+    routed = (source.withColumn("rg", rg).groupBy("rg")
+              .applyInPandasWithState(routing.router(initial, app, routed_columns), routed_schema,
+                                      "blob binary", "append", "NoTimeout"))
+    # Computing wg in Spark is also the projection that turns the routing stage's Arrow-backed rows into
+    # UnsafeRows before the shuffle (straight from the stage, the shuffle write fails: ColumnarBatchRow).
+    routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
+                                                F.col("worker") + 1))
+    worked = (routed.groupBy("wg")
+              .applyInPandasWithState(workers.worker(app, config.delay_ms / 1000, config.delay_mode),
+                                      workers.SCHEMA, "blob binary", "append", "NoTimeout"))
+    return (worked.writeStream.outputMode("append").foreachBatch(collector)
+            .option("checkpointLocation", str(folder / "checkpoint")).start())
+
+
+def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per batch: duration (triggerExecution), input rows, max worker busy time, engine overhead."""
+    rows = [{"batch": p["batchId"], "started": pd.Timestamp(p["timestamp"]).timestamp(),
+             "duration": p["durationMs"].get("triggerExecution", 0) / 1000, "input_rows": p["numInputRows"]}
+            for p in progress if p.get("numInputRows", 0) > 0]
+    table = pd.DataFrame(rows, columns=["batch", "started", "duration", "input_rows"])
+    busy = metrics.groupby("batch")["busy_seconds"].max().rename("max_worker_busy") if len(metrics) else None
+    table = table.merge(busy, left_on="batch", right_index=True, how="left") if busy is not None else table
+    table["overhead"] = table["duration"] - table.get("max_worker_busy", 0)
+    return table
+
+
+def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
+              delay_mode: str) -> dict:
+    metrics = pd.concat(collector.metrics, ignore_index=True)
+    outputs_dir = collector.folder / "outputs"
+    parts = [pd.read_parquet(p) for p in sorted(outputs_dir.glob("*.parquet"))]
+    outputs = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["seq", "worker"])
+    W = config.workers
+    states = [collector.states.get(i, app.new_state(i)) for i in range(W)]
+    result = app.combine(outputs, states)
+    correct = bool(app.same(result, app.reference(stream)))
+    stored = metrics.groupby("worker")["stored"].sum().reindex(range(W), fill_value=0).to_numpy()
+    probed = metrics.groupby("worker")["probed"].sum().reindex(range(W), fill_value=0).to_numpy()
+    latency = pd.concat(collector.latency)
+    first = int(batches["batch"].min()) if len(batches) else 0
+    steady = batches[batches["batch"] > first]
+    warm = latency[latency["batch"] > first] if len(steady) else latency
+    if len(steady):
+        span = (steady["started"] + steady["duration"]).max() - steady["started"].min()
+        throughput = len(warm) / span if span > 0 else float("nan")
+    else:
+        throughput = stream.messages / elapsed
+    lat = (warm["t_end"] - warm["t_intended"]).to_numpy()
+    intended, actual = metrics["delay_intended"].to_numpy(), metrics["delay_actual"].to_numpy()
+    sizable = intended >= 0.01  # per-batch accuracy is judged where at least 10 ms were asked for
+    mean = stored.mean()
+    return {
+        "app": config.app, "scheme": config.scheme, "workload": config.workload or app.default_workload,
+        "messages": stream.messages, "workers": W, "sources": config.sources, "split": config.split,
+        "delay_ms": config.delay_ms, "delay_mode": delay_mode, "rate": config.rate, "seed": config.seed,
+        "correct": correct,
+        "batches": int(len(batches)), "elapsed_seconds": elapsed,
+        "warmup": f"batch {first} ({int((latency['batch'] == first).sum())} messages) excluded",
+        "throughput_msgs_per_s": float(throughput),
+        "latency_seconds": {f"p{q}": float(np.percentile(lat, q)) if len(lat) else None for q in (50, 95, 99)},
+        "worker_messages": stored.tolist(), "worker_probes": probed.tolist(),
+        "imbalance_max_minus_mean": float(stored.max() - mean),
+        "imbalance_max_over_mean": float(stored.max() / mean) if mean > 0 else None,
+        "counters": int(sum(app.state_entries(s) for s in states)),
+        "overhead_seconds": {"median": float(batches["overhead"].median()) if len(batches) else None,
+                             "mean": float(batches["overhead"].mean()) if len(batches) else None},
+        "batch_seconds_median": float(batches["duration"].median()) if len(batches) else None,
+        "delay": {"intended_seconds": float(intended.sum()), "actual_seconds": float(actual.sum()),
+                  "error": float(actual.sum() / intended.sum() - 1) if intended.sum() > 0 else None,
+                  "max_batch_error": float(np.max(np.abs(actual[sizable] / intended[sizable] - 1)))
+                  if sizable.any() else None},
+        "partitions_match_workers": bool((metrics["partition"] == metrics["worker"]).all()),
+    }
+
+
+def session(url: str, name: str):
+    """A SparkSession on ``url`` configured for the pipeline."""
+    from pyspark.sql import SparkSession
+
+    # A driver started as plain `python` (not spark-submit) ignores spark.pyspark.python and would send
+    # executors `python3` from their PATH, which lacks the project: name the interpreter explicitly.
+    os.environ.setdefault("PYSPARK_PYTHON", spark_default("spark.pyspark.python") or sys.executable)
+    spark = (SparkSession.builder.master(url).appName(name)
+             .config("spark.sql.streaming.numRecentProgressUpdates", 100_000)
+             .config("spark.sql.streaming.unsupportedOperationCheck", "false")  # see the module docstring
+             .config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run(config: Config, log=sys.stderr, spark=None) -> dict:
+    """One run; returns the summary (also written to ``DIR/summary.json``).  With ``spark`` given the
+    run reuses that session (several runs in one application) and leaves it running."""
+    from skewbench.bench.provenance import write_metadata
+    from skewbench.bench.spark.delay import default_mode
+    from skewbench.bench.spark.source import stream_of
+
+    app, _, status = check(config, own_app=spark.sparkContext.applicationId if spark is not None else None)
+    url = master_url(config)
+    delay_mode = config.delay_mode or default_mode(config.workers, machine_cores(status))
+    config = Config(**{**asdict(config), "delay_mode": delay_mode})
+    out = Path(config.out)
+    folder = out.with_name(out.name + ".partial")
+    folder.mkdir(parents=True)
+    marker = folder / "INCOMPLETE"
+    marker.write_text("this run did not finish\n")
+    spec = config.workload or app.default_workload
+    stream = stream_of(spec, config.messages, config.seed)
+    app.check(stream)
+    own = spark is None
+    if own:
+        spark = session(url, f"skewbench-run-{config.app}-{config.scheme}-W{config.workers}")
+    spark.conf.set("spark.sql.shuffle.partitions", config.workers)
+    collector = Collector(folder)
+    query = None
+    try:
+        started = time.monotonic()
+        query = start_query(spark, config, app, stream, folder, collector)
+        last = 0.0
+        while collector.done < stream.messages:
+            if query.exception() is not None or not query.isActive:
+                raise RuntimeError(f"the streaming query failed: {query.exception()}")
+            time.sleep(0.2)
+            elapsed = time.monotonic() - started
+            if elapsed - last >= 2 or collector.done >= stream.messages:
+                last = elapsed
+                share = collector.done / stream.messages
+                eta = elapsed / share * (1 - share) if share else float("nan")
+                print(f"messages {collector.done:,} of {stream.messages:,} ({100 * share:.0f}%)  batches "
+                      f"{collector.batches}  elapsed {_clock(elapsed)}  ETA {_clock(eta)}", file=log, flush=True)
+        elapsed = time.monotonic() - started
+        query.stop()
+        progress = [json.loads(p.json) for p in query.recentProgress]
+        query = None
+        metrics = pd.concat(collector.metrics, ignore_index=True)
+        batches = batch_table(progress, metrics)
+        batches.to_parquet(folder / "batches.parquet", index=False)
+        summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode)
+        (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),
+                "cluster": {k: status.get(k) for k in ("url", "aliveworkers", "cores", "memory", "status")}
+                | {"workers": [{k: w.get(k) for k in ("host", "cores", "memory", "state")}
+                               for w in status.get("workers", [])]},
+                "machine_cores": machine_cores(status), "delay_mode": delay_mode,
+                "shuffle_partitions": config.workers, "batch_rows": config.batch_rows or math.ceil(config.messages / 10),
+                "spark_version": spark.version}
+        write_metadata(folder / "run", meta)
+        marker.unlink()
+        folder.rename(out)
+        return summary
+    finally:
+        if query is not None:
+            query.stop()
+        if own:
+            spark.stop()
+
+
+def main(argv: list[str]) -> int:
+    """``python -m skewbench.bench.spark.run CONFIG.json ...``: several runs in one Spark application
+    (what the tests use to pay the start-up once); prints one summary per line."""
+    configs = [Config(**json.loads(Path(a).read_text())) for a in argv]
+    spark = session(master_url(configs[0]), "skewbench-runs")
+    try:
+        for config in configs:
+            print(json.dumps(run(config, spark=spark)), flush=True)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,67 @@
+"""The worker stage: W groups, worker *i* on Spark partition *i*, the app's state kept across batches.
+
+Spark runs it as ``groupBy("wg").applyInPandasWithState(...)`` with the preimage ``wg`` of the
+worker (see :mod:`~skewbench.bench.spark.routing`).  Per micro-batch and worker: burn the injected
+delay for every row (store and probe copies alike, :func:`~skewbench.bench.spark.delay.burn`), then
+``app.process`` the rows in ``seq`` order, and emit one row: the metrics of that batch and worker, the
+app's outputs (pickled frame), the seqs it handled with their intended times (for latency), and the
+pickled state (the driver keeps the last one per worker for ``app.combine``).
+
+Latency of a message = the end of its worker's batch (when its outputs exist) − its intended arrival
+time; for a message copied to several workers, the latest of them.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+
+import numpy as np
+import pandas as pd
+
+from skewbench.bench.spark.delay import burn
+
+SCHEMA = ("worker int, partition int, stored bigint, probed bigint, delay_intended double, "
+          "delay_actual double, process_seconds double, busy_seconds double, state_entries bigint, "
+          "t_start double, t_end double, outputs binary, seqs binary, t_intended binary, state binary")
+METRICS = ["worker", "partition", "stored", "probed", "delay_intended", "delay_actual", "process_seconds",
+           "busy_seconds", "state_entries", "t_start", "t_end"]
+
+
+def work_batch(app, state, rows: pd.DataFrame, delay: float, mode: str, partition: int = -1) -> tuple[object, dict]:
+    """One worker's micro-batch; returns the new state and the emitted record (as a dict)."""
+    t_start, began = time.time(), time.perf_counter()
+    rows = rows.sort_values("seq", kind="stable").reset_index(drop=True)
+    worker = int(rows["worker"].iloc[0])
+    actual = burn(len(rows), delay, mode)
+    tick = time.perf_counter()
+    state, outputs = app.process(state, rows.drop(columns=["wg"], errors="ignore"))
+    process_seconds = time.perf_counter() - tick
+    stored = int((rows["role"] == "store").sum())
+    seqs, first = np.unique(rows["seq"].to_numpy(dtype=np.int64), return_index=True)
+    record = {
+        "worker": worker, "partition": partition, "stored": stored, "probed": len(rows) - stored,
+        "delay_intended": len(rows) * delay, "delay_actual": actual, "process_seconds": process_seconds,
+        "busy_seconds": time.perf_counter() - began, "state_entries": int(app.state_entries(state)),
+        "t_start": t_start, "t_end": time.time(), "outputs": pickle.dumps(outputs),
+        "seqs": seqs.tobytes(), "t_intended": rows["t_intended"].to_numpy(dtype=np.float64)[first].tobytes(),
+    }
+    return state, record
+
+
+def worker(app, delay: float, mode: str):
+    """The ``applyInPandasWithState`` function of the worker stage."""
+
+    def work(key, frames, state):
+        from pyspark import TaskContext
+
+        rows = pd.concat(list(frames), ignore_index=True)
+        if rows.empty:
+            return
+        held = pickle.loads(state.get[0]) if state.exists else app.new_state(int(rows["worker"].iloc[0]))
+        held, record = work_batch(app, held, rows, delay, mode, TaskContext.get().partitionId())
+        record["state"] = blob = pickle.dumps(held)
+        state.update((blob,))
+        yield pd.DataFrame([record])
+
+    return work

@@ -1,0 +1,211 @@
+"""The three apps under every scheme, through the in-process pipeline, against their references."""
+
+from __future__ import annotations
+
+import pickle
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skewbench.bench.apps import APPS, holders, make_app
+from skewbench.bench.apps.base import copies, holder_pairs, stream_rows
+from skewbench.bench.apps.local import prepare_scheme, run_in_process
+from skewbench.bench.apps.wordcount import top_k
+from skewbench.scheme import Scheme, make_scheme
+from skewbench.simulator.engine import simulate
+from skewbench.stream import Stream
+from skewbench.workloads import parse
+
+SCHEMES = ["kg", "sg", "pkg", "dchoices", "wchoices", "dkg", "consistent", "potc", "llfd"]
+WORKLOADS = {"wordcount": "zipf:z=1.2,keys=400", "selfjoin": "ticks:symbols=200", "naivebayes": "docs:classes=4"}
+PARAMS = {"selfjoin": {"window": 60}}
+W, S, BATCH, N = 6, 3, 300, 4_000
+
+
+@lru_cache
+def stream_for(app: str, messages: int = N) -> Stream:
+    return parse(WORKLOADS[app], messages=messages, seed=3)
+
+
+@lru_cache
+def reference(app: str):
+    return make_app(app, **PARAMS.get(app, {})).reference(stream_for(app))
+
+
+def run(app_name: str, scheme, **options):
+    app = make_app(app_name, **PARAMS.get(app_name, {}))
+    options = {"workers": W, "sources": S, "batch": BATCH, **options}
+    return app, run_in_process(app, stream_for(app_name), scheme, **options)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("app_name", sorted(APPS))
+def test_every_scheme_gives_the_reference_answer(app_name, scheme):
+    app, result = run(app_name, scheme)
+    assert app.same(result.answer, reference(app_name))
+
+
+@pytest.mark.parametrize("app_name", sorted(APPS))
+def test_key_split_sources_and_other_schemes(app_name):
+    for scheme in ("on-greedy", "off-greedy", "pkg-global", "gedik-scan"):
+        app, result = run(app_name, scheme, split="key", sources=4)
+        assert app.same(result.answer, reference(app_name)), scheme
+
+
+def test_llfd_run_uses_a_nonempty_plan():
+    scheme = prepare_scheme("llfd", W, stream_for("wordcount"))
+    assert scheme.table_size() > 0  # the exactness test above is not vacuous
+
+
+def test_answers_are_not_trivial():
+    assert len(reference("selfjoin")) > N  # many pairs
+    verdict = reference("naivebayes")
+    assert len(verdict.docs) == N // 20 // 10  # docs of 20 words, every 10th a query
+    assert verdict.accuracy > 0.5  # four classes: chance is 0.25
+
+
+def test_dropped_probes_break_exactness():
+    """Probes only to the store worker: pkg self-join misses pairs, Naive Bayes misses counts."""
+
+    def store_only(app):
+        real = app.fan_out
+
+        def fan_out(scheme, fps, routes, batch):
+            rows = real(scheme, fps, routes, batch)
+            return rows[rows["role"] == "store"].reset_index(drop=True)
+        app.fan_out = fan_out
+        return app
+
+    join = store_only(make_app("selfjoin", **PARAMS["selfjoin"]))
+    answer = run_in_process(join, stream_for("selfjoin"), "pkg", W, S, BATCH).answer
+    assert len(answer) < len(reference("selfjoin"))
+    bayes = make_app("naivebayes")
+    real = bayes.fan_out
+
+    def one_probe(scheme, fps, routes, batch):  # each query word asks its routed worker only
+        rows = real(scheme, fps, routes, batch)
+        routed = routes[np.searchsorted(batch["seq"], rows["seq"])]
+        keep = (rows["role"] == "store") | (rows["worker"].to_numpy() == routed)
+        return rows[keep].reset_index(drop=True)
+    bayes.fan_out = one_probe
+    verdict = run_in_process(bayes, stream_for("naivebayes"), "pkg", W, S, BATCH).answer
+    assert verdict.probes_per_word == 1
+    assert not bayes.same(verdict, reference("naivebayes"))
+
+
+@pytest.mark.parametrize("scheme, fanout", [("kg", 1), ("pkg", 2), ("sg", W)])
+def test_naive_bayes_records_probe_fan_out(scheme, fanout):
+    _, result = run("naivebayes", scheme)
+    assert result.answer.probes_per_word == fanout
+    assert result.probes.sum() == fanout * len(reference("naivebayes").query_seq)
+
+
+@pytest.mark.parametrize("app_name", sorted(APPS))
+def test_states_pickle_and_counters(app_name):
+    app, result = run(app_name, "pkg")
+    for state in result.states:
+        twin = pickle.loads(pickle.dumps(state))
+        assert app.state_entries(twin) == app.state_entries(state)
+    _, unpickled = run(app_name, "pkg", pickle_states=False)
+    assert app.same(unpickled.answer, result.answer)
+    assert result.counters == sum(app.state_entries(s) for s in result.states)
+
+
+@pytest.mark.parametrize("scheme", ["kg", "pkg", "potc", "dchoices"])
+def test_word_count_loads_and_counters_match_the_simulator(scheme):
+    stream = stream_for("wordcount")
+    _, result = run("wordcount", scheme)
+    sim = simulate(stream, scheme, W, S, interval=BATCH)
+    assert np.array_equal(result.stores, np.bincount(sim.routes, minlength=W))
+    assert result.counters == sim.row["counters"]  # state_entries = distinct (worker, key) pairs
+
+
+def test_bad_streams_and_names():
+    plain = Stream("plain", np.arange(100) % 7)
+    make_app("wordcount").check(plain)  # word count runs on any stream
+    with pytest.raises(ValueError, match="price.*ticks"):
+        make_app("selfjoin").check(plain)
+    with pytest.raises(ValueError, match="doc, label"):
+        make_app("naivebayes").check(stream_for("selfjoin"))
+    with pytest.raises(ValueError, match="known apps: naivebayes selfjoin wordcount"):
+        make_app("wordcoutn")
+    with pytest.raises(ValueError, match="window"):
+        make_app("selfjoin", window=0)
+
+
+def test_holders():
+    fp = int(stream_for("wordcount").key_fps[0])
+    for name in ("pkg", "pkg-global", "potc"):
+        scheme = make_scheme(name, W, seed=5)
+        assert np.array_equal(holders(scheme, fp), np.sort(make_scheme("pkg", W, seed=5).candidates(fp)))
+    for name in ("sg", "dchoices", "wchoices", "dkg", "on-greedy"):
+        assert np.array_equal(holders(make_scheme(name, W), fp), np.arange(W))
+    for name in ("kg", "consistent"):
+        assert holders(make_scheme(name, W), fp).tolist() == make_scheme(name, W).candidates(fp).tolist()
+    assert holders(make_scheme("pkg", 1), fp).tolist() == [0]
+    fps = stream_for("wordcount").key_fps[:50].view(np.int64)
+    rows, workers = holder_pairs(make_scheme("kg", W), fps)
+    assert np.array_equal(rows, np.arange(50)) and np.array_equal(workers, make_scheme("kg", W).route_many(fps))
+
+    class Splitter(Scheme):
+        name, splits_keys = "splitter", True
+    with pytest.raises(ValueError, match="does not know"):
+        holders(Splitter(W), fp)
+
+
+def test_fan_out_refuses_a_route_outside_the_holders():
+    app, stream = make_app("wordcount"), stream_for("wordcount", 20)
+    scheme = make_scheme("kg", W)
+    batch = stream_rows(stream, app)
+    wrong = (scheme.route_many(stream.fps) + 1) % W
+    with pytest.raises(ValueError, match="not among its holders"):
+        app.fan_out(scheme, stream.fps, wrong, batch)
+    rows = copies(scheme, stream.fps, (wrong - 1) % W, batch, store=np.ones(20, bool), probe=np.zeros(20, bool))
+    assert rows.columns[-2:].tolist() == ["worker", "role"] and len(rows) == 20
+
+
+def test_self_join_reference_is_a_direct_scan():
+    stream = parse("ticks:symbols=5", messages=300, seed=1)
+    keys, price = stream.ids, stream.payload["price"]
+    expected = [(a, b, price[b] - price[a]) for b in range(300) for a in range(max(0, b - 20), b) if keys[a] == keys[b]]
+    got = make_app("selfjoin", window=20).reference(stream)
+    assert list(got.itertuples(index=False, name=None)) == sorted(expected)
+
+
+def _deliver_out_of_order(app, stream, scheme_name, lateness, seed=0):
+    """Every worker's rows in batches of 600, arriving up to ``lateness`` messages late."""
+    scheme = make_scheme(scheme_name, W)
+    rows = app.fan_out(scheme, stream.fps, scheme.route_many(stream.fps), stream_rows(stream, app))
+    arrival = rows["seq"].to_numpy() + np.random.default_rng(seed).integers(0, lateness + 1, len(rows))
+    rows = rows.iloc[np.argsort(arrival, kind="stable")].reset_index(drop=True)
+    states, outputs = [app.new_state(w) for w in range(W)], []
+    for lo in range(0, len(rows), 600):
+        part = rows.iloc[lo:lo + 600]
+        for w, mine in part.groupby("worker"):
+            states[w], out = app.process(states[w], mine.reset_index(drop=True))
+            outputs.append(out)
+    return app.combine(pd.concat(outputs, ignore_index=True), states)
+
+
+def test_self_join_tolerates_declared_lateness_only():
+    stream = stream_for("selfjoin", 2_000)
+    late = make_app("selfjoin", window=60, lateness=150)
+    for scheme in ("pkg", "sg"):
+        assert late.same(_deliver_out_of_order(late, stream, scheme, 150), late.reference(stream))
+    with pytest.raises(ValueError, match="out of order"):
+        _deliver_out_of_order(make_app("selfjoin", window=60), stream, "pkg", 150)
+
+
+def test_word_count_top_k():
+    counts = pd.Series([5, 9, 9, 1], index=["d", "b", "a", "c"], name="count")
+    assert top_k(counts, 3).index.tolist() == ["a", "b", "d"]
+    assert make_app("wordcount", k=2).top(counts).tolist() == [9, 9]
+
+
+def test_word_count_docstring_example():
+    import doctest
+
+    from skewbench.bench.apps import wordcount
+    assert doctest.testmod(wordcount).failed == 0

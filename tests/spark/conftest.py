@@ -1,0 +1,39 @@
+"""A local Spark cluster for the pipeline tests, brought up once per session through the same make
+targets as tests/infra/test_local_cluster.py (whose ``make`` helper is reused), with its own folder,
+subnet and name prefix so it never touches a developer's cluster; torn down at the end.
+"""
+import importlib.util
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NET, PREFIX, WORKERS, CORES = "10.77.8", "sbt8", 2, 2
+
+
+def _infra_cluster_tests():
+    spec = importlib.util.spec_from_file_location("skewbench_infra_cluster_tests",
+                                                  ROOT / "tests/infra/test_local_cluster.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """The driver configuration folder (SPARK_CONF_DIR) of a running 2-worker × 2-core cluster."""
+    if shutil.which("java") is None and os.geteuid() != 0:
+        pytest.skip("Java is missing and only root may install it (apt-get install openjdk-17-jre-headless)")
+    infra = _infra_cluster_tests()
+    directory = tmp_path_factory.mktemp("spark-cluster")
+    options = {"CLUSTER_NET": NET, "CLUSTER_PREFIX": PREFIX, "WORKERS": WORKERS, "CORES": CORES}
+    try:  # make takes the last of repeated variables: these override the infra tests' own
+        up = infra.make("cluster-up", directory, timeout=1500, **options)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        assert json.loads((directory / "state.json").read_text())["nodes"]["master"]["ip"]
+        yield directory / "loadgen" / "conf"
+    finally:
+        infra.make("cluster-down", directory, **options)
