@@ -6,7 +6,11 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OUT    ?= results/$(shell date -u +%Y%m%dT%H%M%SZ)
 MESSAGES ?= 2000000
 
-.PHONY: setup test study speed clean
+BENCH_WORKERS ?= 2
+BENCH_CORES   ?= 50
+ONLY          ?= storm,efficiency
+
+.PHONY: setup test study speed bench clean
 
 setup: $(STAMP)
 
@@ -24,6 +28,11 @@ study: setup  ## the PKG paper's simulations (Table II, Fig. 2) plus every newer
 
 speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5, W=100)
 	$(VENV)/bin/skewbench speed
+
+bench: setup  ## the cluster experiments (PKG's Storm experiment on Spark, engine efficiency vs W) into $(OUT)
+	$(MAKE) cluster-up WORKERS=$(BENCH_WORKERS) CORES=$(BENCH_CORES)
+	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf .venv-cluster/bin/python -m skewbench.bench.cluster_bench \
+	    --out $(OUT) --only $(ONLY) $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
+    """``H:MM:SS``, or ``?`` when not known (not finite)."""
+    if not math.isfinite(seconds):
+        return "?"
     seconds = int(round(seconds))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
@@ -28,7 +32,6 @@ class Progress:
         """Announce the next run (call before doing it)."""
         elapsed = time.monotonic() - self.started
         eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
-        eta_text = _clock(eta) if self.done else "?"
         self.done += 1
-        print(f"[{self.done}/{self.total}] {label}  elapsed {_clock(elapsed)}  ETA {eta_text}",
+        print(f"[{self.done}/{self.total}] {label}  elapsed {clock(elapsed)}  ETA {clock(eta)}",
               file=self.stream, flush=True)

@@ -1,24 +1,27 @@
-"""The routing stage: one scheme object per source, kept across micro-batches.
+"""The routing stage: one scheme object per source, kept across micro-batches, run by the source.
 
-Spark runs it as ``groupBy("rg").applyInPandasWithState(...)``: group *j* holds source *j*'s router
-(the pickled :class:`~skewbench.scheme.Scheme`, the same object the simulator uses) and sees only
-source *j*'s messages, in ``seq`` order, so a ``coupling = "local"`` scheme makes exactly the
-decisions it makes in the simulator.  The group key ``rg`` is a *preimage* (:func:`preimages`) so that
-group *j* is Spark partition *j*.
+As in Storm, where the spout's grouping decides the target task, the routing happens where the
+messages enter: the "skewbench" data source's partition *j* (source *j*) routes its messages with
+its own router — the pickled :class:`~skewbench.scheme.Scheme`, the same object the simulator uses —
+in ``seq`` order, so a ``coupling = "local"`` scheme makes exactly the decisions it makes in the
+simulator, and fans the copies out (:meth:`App.fan_out`).  The router survives across micro-batches
+in the executor's Python process (:func:`router_at`, :func:`keep`); any process can rebuild it
+exactly, because routing is a deterministic function of the stream.  (A separate stateful routing
+operator costs a second shuffle and W more tasks per micro-batch.)
 
 Which schemes can run (:func:`prepare`):
 
 * online ``local`` schemes — as in the simulator, ``[proto] + [proto.spawn() ...]``;
-* ``offline`` schemes (off-greedy) — fitted on the driver with the whole stream's key counts, exactly
-  as the simulator fits them, then spawned to every source;
-* ``adaptive`` schemes (gedik-*, llfd, mintable, minmig, mixed*) — the driver routes a warm-up prefix
-  of :func:`warmup_messages` messages with the initial (hash) function, rebalances once on that
-  prefix's statistics, and every source gets a copy of the resulting *fixed* table.  Routing by a
-  fixed table is a pure function of the key, so sharing it is honest; what this does not do is
-  rebalance during the run (the simulator rebalances every interval);
+* ``offline`` schemes (off-greedy) — fitted with the whole stream's key counts, exactly as the
+  simulator fits them, then spawned to every source;
+* ``adaptive`` schemes (gedik-*, llfd, mintable, minmig, mixed*) — a warm-up prefix of
+  :func:`warmup_messages` messages is routed with the initial (hash) function, the scheme
+  rebalances once on that prefix's statistics, and every source gets a copy of the resulting
+  *fixed* table.  Routing by a fixed table is a pure function of the key, so sharing it is honest;
+  what this does not do is rebalance during the run (the simulator rebalances every interval);
 * ``coupling = "global"`` online schemes (pkg-global: one load vector for all sources) and schemes that
   need the true worker loads between intervals (pkg-probe's ``sync``) cannot share state inside a
-  micro-batch and are refused by :func:`prepare` with a :class:`SchemeNotSupported`.
+  micro-batch and are refused with a :class:`SchemeNotSupported`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import pickle
 import numpy as np
 import pandas as pd
 
-from skewbench.scheme import Scheme, Stats, make_scheme
+from skewbench.bench.apps.local import prepare_scheme
+from skewbench.scheme import Scheme, make_scheme
 
 
 class SchemeNotSupported(ValueError):
@@ -38,12 +42,6 @@ class SchemeNotSupported(ValueError):
 def warmup_messages(n: int) -> int:
     """Prefix an adaptive scheme's table is fitted on: 10 % of the stream, at least 1000 messages."""
     return min(n, max(1000, n // 10))
-
-
-def _key_stats(stream, lo: int, hi: int, loads: np.ndarray) -> Stats:
-    keys, counts = np.unique(stream.ids[lo:hi], return_counts=True)
-    return Stats(keys=stream.key_fps[keys], counts=counts.astype(np.float64), loads=loads.astype(np.float64),
-                 now=float(stream.clock[hi - 1]))
 
 
 def check_supported(proto: Scheme) -> None:
@@ -59,42 +57,49 @@ def check_supported(proto: Scheme) -> None:
 
 def prepare(name: str, workers: int, sources: int, stream, seed: int = 0) -> list[Scheme]:
     """The initial router of every source (raises :class:`SchemeNotSupported` or ``ValueError``)."""
-    proto = make_scheme(name, workers, seed=seed)
-    check_supported(proto)
-    if proto.offline:
-        proto.fit(_key_stats(stream, 0, stream.messages, np.zeros(workers)))
-    if proto.adaptive:
-        m = warmup_messages(stream.messages)
-        loads = np.bincount(proto.route_many(stream.fps[:m], stream.clock[:m]), minlength=workers)
-        proto.apply(proto.rebalance(_key_stats(stream, 0, m, loads)))
+    check_supported(make_scheme(name, workers, seed=seed))
+    proto = prepare_scheme(name, workers, stream, seed=seed, plan_prefix=warmup_messages(stream.messages))
+    if proto.adaptive:  # a fixed table: every source routes with the same one
         frozen = pickle.dumps(proto)
         return [pickle.loads(frozen) for _ in range(sources)]
     return [proto] + [proto.spawn() for _ in range(sources - 1)]
 
 
-def route_batch(scheme: Scheme, app, batch: pd.DataFrame) -> pd.DataFrame:
-    """Route one source's micro-batch (any order) and fan it out: the rows for the worker stage."""
-    batch = batch.sort_values("seq", kind="stable").reset_index(drop=True)
+def route_batch(scheme: Scheme, app, batch: pd.DataFrame, clock: np.ndarray) -> pd.DataFrame:
+    """Route one source's messages (``batch`` in ``seq`` order, ``clock`` their stream times) and fan
+    them out: the rows for the worker stage."""
     fps = batch["fp"].to_numpy(dtype=np.int64).view(np.uint64)
-    routes = scheme.route_many(fps, batch["t_stream"].to_numpy(dtype=np.float64))
-    rows = app.fan_out(scheme, fps, routes, batch.drop(columns=["t_stream"]))
+    rows = app.fan_out(scheme, fps, scheme.route_many(fps, clock), batch)
     rows["worker"] = rows["worker"].astype(np.int32)
     return rows
 
 
-def router(initial: list[bytes], app, columns: list[str]):
-    """The ``applyInPandasWithState`` function of the routing stage.
+_INITIAL: dict[tuple, tuple[bytes, ...]] = {}  # run -> every source's pickled initial router
+_LIVE: dict[tuple, tuple[int, Scheme]] = {}  # (run, source) -> (offset, the router that routed up to it)
 
-    ``initial[j]``: source *j*'s pickled router; ``columns``: the output columns in schema order.
+
+def router_at(run: tuple, source: int, offset: int, stream, source_of: np.ndarray) -> Scheme:
+    """Source ``source``'s router as it is after routing its messages with ``seq < offset``.
+
+    ``run = (scheme, workers, sources, seed, ...)`` names the run.  Routers are kept per Python
+    process across micro-batches (:func:`keep`).  A process that did not route this source's previous
+    batch (Spark may run partition *j* in any worker process) first routes the messages it missed; a
+    replay from an earlier offset starts again from the initial router.  Routing is a deterministic
+    function of the stream, so every process reaches exactly the same state.
     """
+    cached = _LIVE.pop((run, source), None)
+    position, router = cached if cached is not None and cached[0] <= offset else (0, None)
+    if router is None:
+        if run not in _INITIAL:
+            name, workers, sources, seed = run[:4]
+            _INITIAL[run] = tuple(pickle.dumps(r) for r in prepare(name, workers, sources, stream, seed))
+        router = pickle.loads(_INITIAL[run][source])
+    missed = position + np.flatnonzero(source_of[position:offset] == source)
+    if len(missed):
+        router.route_many(stream.fps[missed], stream.clock[missed])
+    return router
 
-    def route(key, frames, state):
-        batch = pd.concat(list(frames), ignore_index=True)
-        if batch.empty:
-            return
-        scheme = pickle.loads(state.get[0] if state.exists else initial[int(batch["source"].iloc[0])])
-        rows = route_batch(scheme, app, batch)
-        state.update((pickle.dumps(scheme),))
-        yield rows[columns]
 
-    return route
+def keep(run: tuple, source: int, offset: int, router: Scheme) -> None:
+    """Remember ``router`` as source ``source``'s router at ``offset`` (after a batch routed well)."""
+    _LIVE[run, source] = (offset, router)

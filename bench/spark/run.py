@@ -1,14 +1,11 @@
 """``skewbench run``: one Spark Structured Streaming run of an app with a scheme, checked and measured.
 
-The query: the "skewbench" source (S partitions, open loop) → routing stage (one scheme per source,
-``applyInPandasWithState``) → worker stage (W groups, worker *i* on partition *i*) → ``foreachBatch``
-on the driver, which writes every batch's app outputs and worker metrics as Parquet.  The run ends
-when all N messages have been processed; then ``app.combine`` (outputs + the last state of every
-worker) is compared with ``app.reference(stream)``.
-
-Both stateful stages use ``spark.sql.shuffle.partitions = W``: routing group *j* (source *j*) and
-worker group *i* are grouped on preimages (:func:`preimages`) so they land on partitions *j* and *i*;
-hence S <= W.  Partitions S..W-1 of the routing stage are empty.
+The query: the "skewbench" source (S partitions, open loop, each routing its messages with its
+scheme, :mod:`~skewbench.bench.spark.routing`) → worker stage (``applyInPandasWithState`` on W groups,
+worker *i* on partition *i*: ``spark.sql.shuffle.partitions = W`` and the group key is a preimage,
+:func:`preimages`) → ``foreachBatch`` on the driver, which writes every batch's app outputs and
+worker metrics as Parquet.  The run ends when all N messages have been processed and every worker
+sent its final state; then ``app.combine`` (outputs + states) is compared with ``app.reference``.
 
 Written into ``DIR.partial`` and renamed to ``DIR`` when complete (an ``INCOMPLETE`` marker is left
 after a failure or Ctrl-C):
@@ -16,7 +13,8 @@ after a failure or Ctrl-C):
 * ``outputs/batch-NNNNNN.parquet`` — the app's output rows; ``metrics/batch-NNNNNN.parquet`` — one row
   per (batch, worker): messages stored/probed, delay intended vs actual, process and busy seconds,
   state entries, partition;
-* ``batches.parquet`` — per batch: duration, input rows, max worker busy time, engine overhead;
+* ``batches.parquet`` — per batch: duration, input rows, Spark's phases (latestOffset … commitOffsets),
+  the busiest worker's busy time and the engine overhead (duration − that busy time);
 * ``summary.json`` and ``run.meta.json`` (versions, commit, cluster shape from the master, config,
   delay mode).
 """
@@ -37,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from skewbench.bench.progress import clock
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
@@ -116,18 +116,15 @@ def machine_cores(status: dict) -> int:
     return (os.cpu_count() or 1) if local else sum(w["cores"] for w in status.get("workers", []))
 
 
-def check(config: Config, need_cluster: bool = True, own_app: str | None = None) -> tuple[object, object, dict]:
-    """Every input check that needs no Spark; returns (app, a short stream, master status).
+def check(config: Config, need_cluster: bool = True, own_app: str | None = None) -> tuple[object, dict]:
+    """Every input check that needs no Spark; returns (app, master status).
     ``own_app``: the id of this driver's running application, whose slots count as free."""
+    from skewbench.bench.apps import make_app
     from skewbench.bench.spark.delay import MODES
     from skewbench.bench.spark.routing import check_supported
     from skewbench.scheme import make_scheme
     from skewbench.workloads import parse
 
-    try:
-        from skewbench.bench.apps import make_app
-    except ImportError as exc:
-        raise RunError(f"the apps (skewbench.bench.apps) are not available: {exc}") from None
     try:
         app = make_app(config.app)
     except ValueError as exc:
@@ -139,9 +136,8 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
         raise RunError(f"{out}.partial exists (an earlier run was interrupted): remove it or pick another --out")
     if config.workers < 1:
         raise RunError(f"--workers must be >= 1, got {config.workers}")
-    if not 1 <= config.sources <= config.workers:
-        raise RunError(f"--sources must be between 1 and --workers ({config.workers}): both stages share "
-                       f"spark.sql.shuffle.partitions = W, got {config.sources}")
+    if not 1 <= config.sources <= config.messages:
+        raise RunError(f"--sources must be between 1 and --messages ({config.messages}), got {config.sources}")
     if config.messages < 1 or config.delay_ms < 0 or config.rate < 0 or (config.batch_rows or 1) < 1:
         raise RunError("--messages and --batch-rows must be >= 1, --delay-ms and --rate >= 0")
     if config.delay_mode not in (None, *MODES):
@@ -151,13 +147,12 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     except ValueError as exc:
         raise RunError(str(exc)) from None
     spec = config.workload or app.default_workload
-    head = parse(spec, messages=min(config.messages, 1000), seed=config.seed)  # WorkloadError if malformed
-    try:
-        app.check(head)
+    try:  # a malformed workload raises WorkloadError (a usage error of its own)
+        app.check(parse(spec, messages=min(config.messages, 1000), seed=config.seed))
     except ValueError as exc:
         raise RunError(str(exc)) from None
     if not need_cluster:
-        return app, head, {}
+        return app, {}
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         raise RunError("Java is missing: install openjdk-17-jre-headless (Spark 4 needs Java 17 or 21)")
     url = master_url(config)
@@ -166,7 +161,7 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     if config.workers > slots:
         raise RunError(f"--workers {config.workers} exceeds the {slots} free task slots of {url}: every worker "
                        f"needs its own slot (start the cluster with more CORES or WORKERS)")
-    return app, head, status
+    return app, status
 
 
 # -- the query ------------------------------------------------------------------------------------------
@@ -213,9 +208,11 @@ class Collector:
                                          "t_intended": np.frombuffer(row["t_intended"], dtype=np.float64),
                                          "t_end": row["t_end"]}))
             metrics.append({"batch": batch_id, **{k: row[k] for k in METRICS}})
-            self.states[row["worker"]] = pickle.loads(row["state"])
+            if row["state"] is not None:
+                self.states[row["worker"]] = pickle.loads(row["state"])
         name = f"batch-{batch_id:06d}.parquet"
-        out = pd.concat(outputs, ignore_index=True)
+        outputs = [o for o in outputs if o is not None]
+        out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
         if len(out):
             out.to_parquet(self.folder / "outputs" / name, index=False)
         metrics = pd.DataFrame(metrics)
@@ -229,39 +226,22 @@ class Collector:
         self.batches += 1
 
 
-def _clock(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def start_query(spark, config: Config, app, stream, folder: Path, collector: Collector):
+def start_query(spark, config: Config, app, folder: Path, collector: Collector):
     from pyspark.sql import functions as F
 
-    from skewbench.bench.spark import routing, workers
-    from skewbench.bench.spark.source import SkewbenchDataSource, schema_of
+    from skewbench.bench.spark import workers
+    from skewbench.bench.spark.source import SkewbenchDataSource
 
     spark.dataSource.register(SkewbenchDataSource)
-    W, S = config.workers, config.sources
-    groups = preimages(spark, W, W)
-    initial = [pickle.dumps(r) for r in routing.prepare(config.scheme, W, S, stream, config.seed)]
-    spec = config.workload or app.default_workload
-    source_schema = schema_of(spec, config.messages, config.seed, app.payload_columns)
-    routed_schema = source_schema.replace(", t_stream double", "") + ", worker int, role string"
-    routed_columns = [c.split()[0] for c in routed_schema.split(", ")]
-    batch_rows = config.batch_rows or math.ceil(config.messages / 10)
-    source = (spark.readStream.format("skewbench")
-              .option("workload", spec).option("messages", config.messages).option("seed", config.seed)
-              .option("sources", S).option("split", config.split).option("rate", config.rate)
-              .option("max_rows_per_trigger", batch_rows).option("payload", ",".join(app.payload_columns))
+    groups = preimages(spark, config.workers, config.workers)
+    routed = (spark.readStream.format("skewbench")
+              .option("workload", config.workload or app.default_workload).option("messages", config.messages)
+              .option("seed", config.seed).option("sources", config.sources).option("split", config.split)
+              .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
+              .option("app", config.app).option("scheme", config.scheme).option("workers", config.workers)
               .load())
-    rg = F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups[:S]]), F.col("source") + 1)
-    routed = (source.withColumn("rg", rg).groupBy("rg")
-              .applyInPandasWithState(routing.router(initial, app, routed_columns), routed_schema,
-                                      "blob binary", "append", "NoTimeout"))
-    # Computing wg in Spark is also the projection that turns the routing stage's Arrow-backed rows into
-    # UnsafeRows before the shuffle (straight from the stage, the shuffle write fails: ColumnarBatchRow).
+    # Computing wg in Spark is also the projection that turns the source's Arrow-backed rows into
+    # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
                                                 F.col("worker") + 1))
     worked = (routed.groupBy("wg")
@@ -271,12 +251,23 @@ def start_query(spark, config: Config, app, stream, folder: Path, collector: Col
             .option("checkpointLocation", str(folder / "checkpoint")).start())
 
 
+def batch_rows(config: Config) -> int:
+    """Messages per micro-batch: ``--batch-rows``, else a tenth of the stream."""
+    return config.batch_rows or math.ceil(config.messages / 10)
+
+
+#: Phases of a micro-batch as Spark's query progress reports them (durationMs); addBatch runs the tasks.
+PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+
+
 def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
     """Per batch: duration (triggerExecution), input rows, max worker busy time, engine overhead."""
     rows = [{"batch": p["batchId"], "started": pd.Timestamp(p["timestamp"]).timestamp(),
-             "duration": p["durationMs"].get("triggerExecution", 0) / 1000, "input_rows": p["numInputRows"]}
+             "duration": p["durationMs"].get("triggerExecution", 0) / 1000, "input_rows": p["numInputRows"],
+             **{f"{phase}_seconds": p["durationMs"].get(phase, 0) / 1000 for phase in PHASES}}
             for p in progress if p.get("numInputRows", 0) > 0]
-    table = pd.DataFrame(rows, columns=["batch", "started", "duration", "input_rows"])
+    table = pd.DataFrame(rows, columns=["batch", "started", "duration", "input_rows",
+                                        *(f"{phase}_seconds" for phase in PHASES)])
     busy = metrics.groupby("batch")["busy_seconds"].max().rename("max_worker_busy") if len(metrics) else None
     table = table.merge(busy, left_on="batch", right_index=True, how="left") if busy is not None else table
     table["overhead"] = table["duration"] - table.get("max_worker_busy", 0)
@@ -341,7 +332,6 @@ def session(url: str, name: str):
     os.environ.setdefault("PYSPARK_PYTHON", spark_default("spark.pyspark.python") or sys.executable)
     spark = (SparkSession.builder.master(url).appName(name)
              .config("spark.sql.streaming.numRecentProgressUpdates", 100_000)
-             .config("spark.sql.streaming.unsupportedOperationCheck", "false")  # see the module docstring
              .config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
@@ -355,7 +345,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     from skewbench.bench.spark.delay import default_mode
     from skewbench.bench.spark.source import stream_of
 
-    app, _, status = check(config, own_app=spark.sparkContext.applicationId if spark is not None else None)
+    app, status = check(config, own_app=spark.sparkContext.applicationId if spark is not None else None)
     url = master_url(config)
     delay_mode = config.delay_mode or default_mode(config.workers, machine_cores(status))
     config = Config(**{**asdict(config), "delay_mode": delay_mode})
@@ -375,9 +365,9 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     query = None
     try:
         started = time.monotonic()
-        query = start_query(spark, config, app, stream, folder, collector)
+        query = start_query(spark, config, app, folder, collector)
         last = 0.0
-        while collector.done < stream.messages:
+        while collector.done < stream.messages or len(collector.states) < config.workers:
             if query.exception() is not None or not query.isActive:
                 raise RuntimeError(f"the streaming query failed: {query.exception()}")
             time.sleep(0.2)
@@ -387,7 +377,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
                 share = collector.done / stream.messages
                 eta = elapsed / share * (1 - share) if share else float("nan")
                 print(f"messages {collector.done:,} of {stream.messages:,} ({100 * share:.0f}%)  batches "
-                      f"{collector.batches}  elapsed {_clock(elapsed)}  ETA {_clock(eta)}", file=log, flush=True)
+                      f"{collector.batches}  elapsed {clock(elapsed)}  ETA {clock(eta)}", file=log, flush=True)
         elapsed = time.monotonic() - started
         query.stop()
         progress = [json.loads(p.json) for p in query.recentProgress]
@@ -402,7 +392,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
                 | {"workers": [{k: w.get(k) for k in ("host", "cores", "memory", "state")}
                                for w in status.get("workers", [])]},
                 "machine_cores": machine_cores(status), "delay_mode": delay_mode,
-                "shuffle_partitions": config.workers, "batch_rows": config.batch_rows or math.ceil(config.messages / 10),
+                "shuffle_partitions": config.workers, "batch_rows": batch_rows(config),
                 "spark_version": spark.version}
         write_metadata(folder / "run", meta)
         marker.unlink()

@@ -1,9 +1,10 @@
-"""The "skewbench" PySpark streaming data source: a workload stream offered open loop to S partitions.
+"""The "skewbench" PySpark streaming data source: a workload stream offered open loop by S sources,
+each routing its messages with its scheme (:mod:`~skewbench.bench.spark.routing`).
 
 Options (strings, as Spark passes them): ``workload`` (SPEC), ``messages``, ``seed``, ``sources`` (S),
 ``split`` (``shuffle`` | ``key``, as :func:`skewbench.simulator.engine.source_of_each_message`),
-``rate`` (messages/s offered; 0 = everything at once), ``max_rows_per_trigger`` (0 = no limit) and
-``payload`` (comma-separated payload columns the app needs).
+``rate`` (messages/s offered; 0 = everything at once), ``max_rows_per_trigger`` (0 = no limit),
+``app``, ``scheme`` and ``workers`` (W).
 
 Offsets are ``{"offset": n, "t0": start, "at": offered}`` over the global message index ``n``:
 ``t0`` is the query start (fixed by the first offset), ``at`` the time :meth:`latestOffset` made the
@@ -13,12 +14,13 @@ input (open loop, no coordinated omission).  With ``rate = 0`` every message is 
 its intended time is the ``at`` of the batch that first offered it.  Partition *j* reads source *j*'s
 messages with ``start <= seq < end``; the stream is regenerated deterministically from
 (workload, messages, seed) on the executor and cached per Python process, so a replay from the
-offsets in the checkpoint reads exactly the same rows.
+offsets in the checkpoint reads — and routes — exactly the same rows.
 
-Columns: ``seq`` (bigint), ``source`` (int), ``key`` (string: the key's label), ``fp`` (bigint: the
-uint64 fingerprint viewed as int64), ``t_intended`` (double, epoch seconds), ``t_stream`` (double: the
-stream's own clock, which time-aware schemes such as DKG route by, as in the simulator), then the
-payload columns.
+Rows: one per message copy (:meth:`App.fan_out`): ``seq`` (bigint), ``source`` (int), ``key``
+(string: the key's label), ``fp`` (bigint: the uint64 fingerprint viewed as int64), ``t_intended``
+(double, epoch seconds), the app's payload columns, ``worker`` (int) and ``role`` (``store`` |
+``probe``).  After the last message source 0 adds one ``flush`` row per worker (``seq`` = messages),
+which makes every worker emit its final state.
 """
 
 from __future__ import annotations
@@ -27,11 +29,18 @@ import time
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-BASE_SCHEMA = "seq bigint, source int, key string, fp bigint, t_intended double, t_stream double"
+from skewbench.bench.apps import make_app
+from skewbench.bench.spark import routing
+
+BASE_COLUMNS = [("seq", "bigint"), ("source", "int"), ("key", "string"), ("fp", "bigint"), ("t_intended", "double")]
+ROUTE_COLUMNS = [("worker", "int"), ("role", "string")]
+ARROW = {"bigint": pa.int64(), "int": pa.int32(), "string": pa.string(), "double": pa.float64(),
+         "boolean": pa.bool_()}
 
 
 @lru_cache(maxsize=4)
@@ -59,14 +68,18 @@ def _spark_type(dtype: np.dtype) -> str:
     return {"b": "boolean", "i": "bigint", "u": "bigint", "f": "double"}.get(kind, "string")
 
 
-def schema_of(workload: str, messages: int, seed: int, payload: tuple[str, ...]) -> str:
-    """The source's DDL schema: the base columns plus the requested payload columns."""
+def columns_of(workload: str, messages: int, seed: int, payload: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The source's columns as (name, Spark type): base, payload, then the routing columns."""
     stream = stream_of(workload, messages, seed)
     missing = [c for c in payload if c not in stream.payload]
     if missing:
         raise ValueError(f"workload {workload!r} has no payload column(s) {', '.join(missing)}")
-    extra = "".join(f", {c} {_spark_type(stream.payload[c].dtype)}" for c in payload)
-    return BASE_SCHEMA + extra
+    return BASE_COLUMNS + [(c, _spark_type(stream.payload[c].dtype)) for c in payload] + ROUTE_COLUMNS
+
+
+def schema_of(workload: str, messages: int, seed: int, payload: tuple[str, ...]) -> str:
+    """The source's DDL schema (:func:`columns_of`)."""
+    return ", ".join(f"{name} {kind}" for name, kind in columns_of(workload, messages, seed, payload))
 
 
 class SourcePartition(InputPartition):
@@ -87,7 +100,11 @@ class Options:
         self.split = options.get("split", "shuffle")
         self.rate = float(options.get("rate", 0))
         self.max_rows = int(options.get("max_rows_per_trigger", 0))
-        self.payload = tuple(c for c in options.get("payload", "").split(",") if c)
+        self.app = make_app(options["app"])
+        self.scheme = options["scheme"]
+        self.workers = int(options["workers"])
+        self.payload = self.app.payload_columns
+        self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split)
 
 
 class SkewbenchStreamReader(DataSourceStreamReader):
@@ -126,25 +143,29 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         src, key_text, fps, clock = _columns(o.workload, o.messages, o.seed, o.sources, o.split)
         stream = stream_of(o.workload, o.messages, o.seed)
         seq = partition.start + np.flatnonzero(src[partition.start:partition.end] == partition.source)
-        if o.rate > 0:
-            t_intended = partition.t0 + seq / o.rate
-        else:
-            t_intended = np.full(len(seq), partition.at)
-        arrays = {
-            "seq": pa.array(seq, pa.int64()),
-            "source": pa.array(np.full(len(seq), partition.source, dtype=np.int32)),
-            "key": pa.array(key_text[stream.ids[seq]].tolist(), pa.string()),
-            "fp": pa.array(fps[seq], pa.int64()),
-            "t_intended": pa.array(t_intended, pa.float64()),
-            "t_stream": pa.array(clock[seq], pa.float64()),
-        }
-        for c in o.payload:
-            values = stream.payload[c][seq]
-            kind = values.dtype.kind
-            arrays[c] = pa.array(values.astype(np.int64) if kind in "iu" else
-                                 values.astype(np.float64) if kind == "f" else
-                                 values if kind == "b" else values.astype(str).tolist())
-        yield pa.RecordBatch.from_pydict(arrays)
+        batch = pd.DataFrame({
+            "seq": seq, "source": np.full(len(seq), partition.source, dtype=np.int32),
+            "key": key_text[stream.ids[seq]], "fp": fps[seq],
+            "t_intended": partition.t0 + seq / o.rate if o.rate > 0 else np.full(len(seq), partition.at),
+            **{c: stream.payload[c][seq] for c in o.payload}})
+        router = routing.router_at(o.run, partition.source, partition.start, stream, src)
+        rows = routing.route_batch(router, o.app, batch, clock[seq])
+        routing.keep(o.run, partition.source, partition.end, router)
+        if partition.end == o.messages and partition.source == 0:
+            rows = pd.concat([rows, flush_rows(stream, key_text, o)], ignore_index=True)
+        columns = columns_of(o.workload, o.messages, o.seed, o.payload)
+        schema = pa.schema([(name, ARROW[kind]) for name, kind in columns])
+        yield from pa.Table.from_pandas(rows[[name for name, _ in columns]], schema=schema,
+                                        preserve_index=False).to_batches()
+
+
+def flush_rows(stream, key_text: np.ndarray, o: Options) -> pd.DataFrame:
+    """One ``flush`` row per worker (a copy of message 0 with ``seq`` = messages)."""
+    return pd.DataFrame({"seq": np.full(o.workers, o.messages, dtype=np.int64),
+                         "source": np.zeros(o.workers, dtype=np.int32), "key": key_text[stream.ids[0]],
+                         "fp": int(stream.fps.view(np.int64)[0]), "t_intended": 0.0,
+                         **{c: stream.payload[c][0] for c in o.payload},
+                         "worker": np.arange(o.workers, dtype=np.int32), "role": "flush"})
 
 
 class SkewbenchDataSource(DataSource):

@@ -1,11 +1,12 @@
 """The worker stage: W groups, worker *i* on Spark partition *i*, the app's state kept across batches.
 
 Spark runs it as ``groupBy("wg").applyInPandasWithState(...)`` with the preimage ``wg`` of the
-worker (see :mod:`~skewbench.bench.spark.routing`).  Per micro-batch and worker: burn the injected
+worker (:func:`~skewbench.bench.spark.run.preimages`).  Per micro-batch and worker: burn the injected
 delay for every row (store and probe copies alike, :func:`~skewbench.bench.spark.delay.burn`), then
 ``app.process`` the rows in ``seq`` order, and emit one row: the metrics of that batch and worker, the
 app's outputs (pickled frame), the seqs it handled with their intended times (for latency), and the
-pickled state (the driver keeps the last one per worker for ``app.combine``).
+pickled state once, with the ``flush`` row that follows the last message (the driver needs the final
+states for ``app.combine``; shipping every batch's state would cost a copy of it per batch).
 
 Latency of a message = the end of its worker's batch (when its outputs exist) − its intended arrival
 time; for a message copied to several workers, the latest of them.
@@ -28,14 +29,14 @@ METRICS = ["worker", "partition", "stored", "probed", "delay_intended", "delay_a
            "busy_seconds", "state_entries", "t_start", "t_end"]
 
 
-def work_batch(app, state, rows: pd.DataFrame, delay: float, mode: str, partition: int = -1) -> tuple[object, dict]:
-    """One worker's micro-batch; returns the new state and the emitted record (as a dict)."""
+def work_batch(app, state, rows: pd.DataFrame, delay: float, mode: str, worker: int,
+               partition: int = -1) -> tuple[object, dict]:
+    """One worker's micro-batch (``rows`` may be empty); returns the new state and the emitted record."""
     t_start, began = time.time(), time.perf_counter()
     rows = rows.sort_values("seq", kind="stable").reset_index(drop=True)
-    worker = int(rows["worker"].iloc[0])
     actual = burn(len(rows), delay, mode)
     tick = time.perf_counter()
-    state, outputs = app.process(state, rows.drop(columns=["wg"], errors="ignore"))
+    state, outputs = app.process(state, rows.drop(columns=["wg"], errors="ignore")) if len(rows) else (state, None)
     process_seconds = time.perf_counter() - tick
     stored = int((rows["role"] == "store").sum())
     seqs, first = np.unique(rows["seq"].to_numpy(dtype=np.int64), return_index=True)
@@ -56,12 +57,13 @@ def worker(app, delay: float, mode: str):
         from pyspark import TaskContext
 
         rows = pd.concat(list(frames), ignore_index=True)
-        if rows.empty:
-            return
-        held = pickle.loads(state.get[0]) if state.exists else app.new_state(int(rows["worker"].iloc[0]))
-        held, record = work_batch(app, held, rows, delay, mode, TaskContext.get().partitionId())
-        record["state"] = blob = pickle.dumps(held)
-        state.update((blob,))
+        worker = int(rows["worker"].iloc[0])
+        flush = (rows["role"] == "flush").to_numpy()
+        held = pickle.loads(state.get[0]) if state.exists else app.new_state(worker)
+        held, record = work_batch(app, held, rows[~flush], delay, mode, worker, TaskContext.get().partitionId())
+        if not flush.all():
+            state.update((pickle.dumps(held),))
+        record["state"] = pickle.dumps(held) if flush.any() else None
         yield pd.DataFrame([record])
 
     return work

@@ -1,0 +1,141 @@
+"""The cluster benchmark (``make bench``): the pipeline's experiments on the running Spark cluster.
+
+* ``storm`` — the PKG paper's Storm experiment (Sec. V Q4, Fig. 5) on Spark: word count on the
+  WP-like stream, 1 source, 9 workers, kg / pkg / sg, per-message delay 0.1 … 1 ms, every run
+  as fast as the pipeline goes (rate 0, a fixed number of messages per micro-batch).  Compared with
+  ``published.yaml``: throughput drop from the smallest to the largest delay (paper: KG −60 %,
+  PKG and SG −37 %) and memory counters (paper: KG 2.9e6 < PKG 3.6e6 < SG 7.2e6).
+* ``efficiency`` — engine efficiency: sg (balanced), delay 1 ms, W = 10, 20, 50, 100 (as many as
+  the cluster has task slots for): throughput ÷ the ideal W / delay, and the engine overhead per
+  micro-batch (batch duration − the busiest worker's busy time) as W grows.
+
+Every run is a ``skewbench run`` (:func:`skewbench.bench.spark.run.run`) in one Spark application,
+kept in ``OUT/runs/<name>``; the tables go to ``OUT/<experiment>.csv`` with provenance, the
+comparison to ``OUT/storm_vs_paper.json``.
+``python -m skewbench.bench.cluster_bench --out DIR [--only storm,efficiency] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from skewbench.bench.progress import Progress
+from skewbench.bench.spark.run import Config, RunError, free_slots, master_status, master_url, run, session
+
+STORM_SCHEMES = ["kg", "pkg", "sg"]
+STORM_DELAYS_MS = [0.1, 0.2, 0.5, 1.0]
+STORM_WORKERS = 9
+EFFICIENCY_WORKERS = [10, 20, 50, 100]
+BATCHES = 5  # micro-batches per run; the first is warm-up
+
+
+def storm_configs(out: Path, quick: bool) -> list[Config]:
+    per_worker = 1000 if quick else 5000  # messages per worker and batch: 5 s of work at 1 ms
+    rows = STORM_WORKERS * per_worker
+    return [Config(app="wordcount", scheme=scheme, workers=STORM_WORKERS, sources=1, delay_ms=delay,
+                   workload="wp", messages=rows * BATCHES, batch_rows=rows, out=str(out / f"storm-{scheme}-{delay}"))
+            for delay in STORM_DELAYS_MS for scheme in STORM_SCHEMES]
+
+
+def efficiency_configs(out: Path, quick: bool, slots: int) -> list[Config]:
+    per_worker = 1000 if quick else 10_000  # 10 s of work per worker and batch at 1 ms
+    return [Config(app="wordcount", scheme="sg", workers=w, sources=1, delay_ms=1.0, workload="wp",
+                   messages=w * per_worker * BATCHES, batch_rows=w * per_worker, out=str(out / f"efficiency-W{w}"))
+            for w in EFFICIENCY_WORKERS if w <= slots]
+
+
+def row(config: Config, summary: dict) -> dict:
+    ideal = config.workers / (config.delay_ms / 1000)
+    return {"scheme": config.scheme, "workers": config.workers, "sources": config.sources,
+            "delay_ms": config.delay_ms, "messages": summary["messages"], "correct": summary["correct"],
+            "throughput": summary["throughput_msgs_per_s"], "ideal": ideal,
+            "efficiency": summary["throughput_msgs_per_s"] / ideal,
+            "latency_p50": summary["latency_seconds"]["p50"], "latency_p99": summary["latency_seconds"]["p99"],
+            "overhead_median_s": summary["overhead_seconds"]["median"],
+            "batch_median_s": summary["batch_seconds_median"], "max_over_mean": summary["imbalance_max_over_mean"],
+            "counters": summary["counters"], "delay_mode": summary["delay_mode"],
+            "delay_error": summary["delay"]["error"], "run": Path(config.out).name}
+
+
+def compare_storm(table: pd.DataFrame) -> dict:
+    """Our Storm-experiment shape beside the paper's (``published.yaml``, pkg.storm_deployment)."""
+    from skewbench.analysis.published import published
+
+    paper = published()["pkg"]["storm_deployment"]
+    lo, hi = table["delay_ms"].min(), table["delay_ms"].max()
+    at = table.set_index(["scheme", "delay_ms"])
+    drop = {s: float(1 - at.loc[(s, hi), "throughput"] / at.loc[(s, lo), "throughput"]) for s in STORM_SCHEMES}
+    counters = {s: int(at.loc[(s, lo), "counters"]) for s in STORM_SCHEMES}
+    return {
+        "delays_ms": [float(lo), float(hi)],
+        "throughput_drop_pct": {s: round(100 * d, 1) for s, d in drop.items()},
+        "paper_throughput_drop_pct": {"kg": paper["kg_throughput_drop_when_delay_x10_pct"],
+                                      "pkg": paper["pkg_sg_throughput_drop_when_delay_x10_pct"],
+                                      "sg": paper["pkg_sg_throughput_drop_when_delay_x10_pct"]},
+        "kg_drops_most": drop["kg"] > max(drop["pkg"], drop["sg"]),
+        "counters": counters,
+        "paper_counters": {k.lower(): v for k, v in paper["memory_counters"].items()},
+        "pkg_counters_between_kg_and_sg": counters["kg"] <= counters["pkg"] <= counters["sg"],
+        "all_correct": bool(table["correct"].all()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path, help="results folder (must not exist yet)")
+    parser.add_argument("--only", default="storm,efficiency", help="experiments: storm, efficiency")
+    parser.add_argument("--quick", action="store_true", help="a fifth of the work per batch (a smoke run)")
+    args = parser.parse_args(argv)
+    from skewbench.bench.provenance import write_metadata
+
+    only = [e for e in args.only.split(",") if e]
+    unknown = sorted(set(only) - {"storm", "efficiency"})
+    try:
+        if unknown:
+            raise RunError(f"unknown experiment(s) {', '.join(unknown)}; use storm, efficiency")
+        if args.out.exists():
+            raise RunError(f"--out {args.out} exists; results are never overwritten: pick another folder")
+        probe = Config(app="wordcount", scheme="kg", workers=1, sources=1, delay_ms=0)
+        url = master_url(probe)
+        slots = free_slots(master_status(url))
+    except RunError as exc:
+        print(f"cluster_bench: error: {exc}", file=sys.stderr)
+        return 2
+    runs = args.out / "runs"
+    plan = {"storm": storm_configs(runs, args.quick) if "storm" in only else [],
+            "efficiency": efficiency_configs(runs, args.quick, slots) if "efficiency" in only else []}
+    runs.mkdir(parents=True)
+    spark = session(url, "skewbench-bench")
+    try:
+        with Progress(sum(map(len, plan.values()))) as progress:
+            for experiment, configs in plan.items():
+                rows = []
+                for config in configs:
+                    progress.step(f"{experiment}: {config.scheme} W={config.workers} delay {config.delay_ms} ms, "
+                                  f"{config.messages:,} messages")
+                    rows.append(row(config, run(replace(config), spark=spark)))
+                if not rows:
+                    continue
+                table = pd.DataFrame(rows)
+                table.to_csv(args.out / f"{experiment}.csv", index=False)
+                write_metadata(args.out / f"{experiment}.csv", {"experiment": experiment, "master": url,
+                                                                "slots": slots, "quick": args.quick})
+                print(table.drop(columns=["run"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+                if experiment == "storm":
+                    comparison = compare_storm(table)
+                    (args.out / "storm_vs_paper.json").write_text(json.dumps(comparison, indent=2) + "\n")
+                    print(json.dumps(comparison, indent=2))
+    finally:
+        spark.stop()
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
