@@ -7,9 +7,10 @@
   PKG and SG −37 %) and memory counters (paper: KG 2.9e6 < PKG 3.6e6 < SG 7.2e6).
 * ``efficiency`` — engine efficiency: sg (balanced), delay 1 ms, W = 10, 20, 50, 100 (as many as
   the cluster has task slots for): throughput ÷ the ideal W / delay, and the engine overhead per
-  micro-batch (batch duration − the busiest worker's busy time) as W grows.
+  micro-batch (batch duration − the busiest worker's busy time) as W grows; each W also runs with
+  no delay, which measures what the engine alone sustains for the same batches.
 
-Every run is a ``skewbench run`` (:func:`skewbench.bench.spark.run.run`) in one Spark application,
+A short warm-up run comes first.  Every run is a ``skewbench run`` (:func:`skewbench.bench.spark.run.run`) in one Spark application,
 kept in ``OUT/runs/<name>``; the tables go to ``OUT/<experiment>.csv`` with provenance, the
 comparison to ``OUT/storm_vs_paper.json``.
 ``python -m skewbench.bench.cluster_bench --out DIR [--only storm,efficiency] [--quick]``.
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -29,7 +29,8 @@ from skewbench.bench.progress import Progress
 from skewbench.bench.spark.run import Config, RunError, free_slots, master_status, master_url, run, session
 
 STORM_SCHEMES = ["kg", "pkg", "sg"]
-STORM_DELAYS_MS = [0.1, 0.2, 0.5, 1.0]
+STORM_DELAYS_MS = [0.1, 0.4, 1.0]  # 0.4 ms: where the paper's KG saturates
+REPEATS = 3  # storm runs per (scheme, delay), seeds 0..2, interleaved; the comparison takes medians
 STORM_WORKERS = 9
 EFFICIENCY_WORKERS = [10, 20, 50, 100]
 BATCHES = 5  # micro-batches per run; the first is warm-up
@@ -38,22 +39,30 @@ BATCHES = 5  # micro-batches per run; the first is warm-up
 def storm_configs(out: Path, quick: bool) -> list[Config]:
     per_worker = 1000 if quick else 5000  # messages per worker and batch: 5 s of work at 1 ms
     rows = STORM_WORKERS * per_worker
-    return [Config(app="wordcount", scheme=scheme, workers=STORM_WORKERS, sources=1, delay_ms=delay,
-                   workload="wp", messages=rows * BATCHES, batch_rows=rows, out=str(out / f"storm-{scheme}-{delay}"))
-            for delay in STORM_DELAYS_MS for scheme in STORM_SCHEMES]
+    return [Config(app="wordcount", scheme=scheme, workers=STORM_WORKERS, sources=1, delay_ms=delay, workload="wp",
+                   messages=rows * BATCHES, batch_rows=rows, seed=seed, out=str(out / f"storm-{scheme}-{delay}-s{seed}"))
+            for seed in range(1 if quick else REPEATS) for delay in STORM_DELAYS_MS for scheme in STORM_SCHEMES]
 
 
 def efficiency_configs(out: Path, quick: bool, slots: int) -> list[Config]:
+    """sg at 1 ms per message, and with no delay: the engine's own capacity for the same batches."""
     per_worker = 1000 if quick else 10_000  # 10 s of work per worker and batch at 1 ms
-    return [Config(app="wordcount", scheme="sg", workers=w, sources=1, delay_ms=1.0, workload="wp",
-                   messages=w * per_worker * BATCHES, batch_rows=w * per_worker, out=str(out / f"efficiency-W{w}"))
-            for w in EFFICIENCY_WORKERS if w <= slots]
+    return [Config(app="wordcount", scheme="sg", workers=w, sources=1, delay_ms=delay, workload="wp",
+                   messages=w * per_worker * BATCHES, batch_rows=w * per_worker,
+                   out=str(out / f"efficiency-W{w}-delay{delay}"))
+            for w in EFFICIENCY_WORKERS if w <= slots for delay in (1.0, 0.0)]
+
+
+def warmup_config(out: Path) -> Config:
+    """A short run first, so that no measured run pays the JVMs' and Python workers' warm-up."""
+    return Config(app="wordcount", scheme="pkg", workers=STORM_WORKERS, sources=1, delay_ms=0.1, workload="wp",
+                  messages=STORM_WORKERS * 1000 * BATCHES, batch_rows=STORM_WORKERS * 1000, out=str(out / "warmup"))
 
 
 def row(config: Config, summary: dict) -> dict:
-    ideal = config.workers / (config.delay_ms / 1000)
+    ideal = config.workers / (config.delay_ms / 1000) if config.delay_ms > 0 else float("nan")
     return {"scheme": config.scheme, "workers": config.workers, "sources": config.sources,
-            "delay_ms": config.delay_ms, "messages": summary["messages"], "correct": summary["correct"],
+            "delay_ms": config.delay_ms, "seed": config.seed, "messages": summary["messages"], "correct": summary["correct"],
             "throughput": summary["throughput_msgs_per_s"], "ideal": ideal,
             "efficiency": summary["throughput_msgs_per_s"] / ideal,
             "latency_p50": summary["latency_seconds"]["p50"], "latency_p99": summary["latency_seconds"]["p99"],
@@ -64,16 +73,24 @@ def row(config: Config, summary: dict) -> dict:
 
 
 def compare_storm(table: pd.DataFrame) -> dict:
-    """Our Storm-experiment shape beside the paper's (``published.yaml``, pkg.storm_deployment)."""
+    """Our Storm-experiment shape beside the paper's (``published.yaml``, pkg.storm_deployment), on the
+    median over repeats of each (scheme, delay)."""
     from skewbench.analysis.published import published
 
     paper = published()["pkg"]["storm_deployment"]
     lo, hi = table["delay_ms"].min(), table["delay_ms"].max()
-    at = table.set_index(["scheme", "delay_ms"])
+    at = table.groupby(["scheme", "delay_ms"])[["throughput", "counters"]].median()
     drop = {s: float(1 - at.loc[(s, hi), "throughput"] / at.loc[(s, lo), "throughput"]) for s in STORM_SCHEMES}
     counters = {s: int(at.loc[(s, lo), "counters"]) for s in STORM_SCHEMES}
+    delays = sorted(table["delay_ms"].unique())
     return {
         "delays_ms": [float(lo), float(hi)],
+        "runs_per_point": int(table.groupby(["scheme", "delay_ms"]).size().min()),
+        "median_throughput": {s: {str(d): round(float(at.loc[(s, d), "throughput"])) for d in delays}
+                              for s in STORM_SCHEMES},
+        "kg_over_pkg_throughput": {str(d): round(float(at.loc[("kg", d), "throughput"] /
+                                                       at.loc[("pkg", d), "throughput"]), 3) for d in delays},
+        "paper_pkg_throughput_gain_pct": paper["headline"]["throughput_gain_pct"],
         "throughput_drop_pct": {s: round(100 * d, 1) for s, d in drop.items()},
         "paper_throughput_drop_pct": {"kg": paper["kg_throughput_drop_when_delay_x10_pct"],
                                       "pkg": paper["pkg_sg_throughput_drop_when_delay_x10_pct"],
@@ -113,13 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     runs.mkdir(parents=True)
     spark = session(url, "skewbench-bench")
     try:
-        with Progress(sum(map(len, plan.values()))) as progress:
+        with Progress(1 + sum(map(len, plan.values()))) as progress:
+            progress.step("warm-up run (not reported)")
+            run(warmup_config(runs), spark=spark)
             for experiment, configs in plan.items():
                 rows = []
                 for config in configs:
                     progress.step(f"{experiment}: {config.scheme} W={config.workers} delay {config.delay_ms} ms, "
                                   f"{config.messages:,} messages")
-                    rows.append(row(config, run(replace(config), spark=spark)))
+                    rows.append(row(config, run(config, spark=spark)))
                 if not rows:
                     continue
                 table = pd.DataFrame(rows)

@@ -151,6 +151,9 @@ def cmd_run(args) -> int:
         summary = run(config)
     except RunError as exc:
         raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"skewbench: interrupted; {args.out}.partial is marked INCOMPLETE", file=sys.stderr)
+        return 130
     lat = summary["latency_seconds"]
     print(f"{summary['app']} {summary['scheme']} W={summary['workers']} S={summary['sources']}: "
           f"correct={summary['correct']}  {summary['throughput_msgs_per_s']:,.0f} msgs/s after warm-up  "

@@ -15,6 +15,8 @@ after a failure or Ctrl-C):
   state entries, partition;
 * ``batches.parquet`` — per batch: duration, input rows, Spark's phases (latestOffset … commitOffsets),
   the busiest worker's busy time and the engine overhead (duration − that busy time);
+* ``stages.parquet`` — Spark's task metrics per stage (REST API); ``resources.parquet`` — CPU and RSS
+  of every Spark JVM and Python worker during the run (psutil agent; local cluster);
 * ``summary.json`` and ``run.meta.json`` (versions, commit, cluster shape from the master, config,
   delay mode).
 """
@@ -109,11 +111,16 @@ def free_slots(status: dict, own_app: str | None = None) -> int:
     return free + sum(a.get("cores", 0) for a in status.get("activeapps", []) if a.get("id") == own_app)
 
 
+def local_cluster_dir() -> Path | None:
+    """The folder of the local cluster the driver configuration belongs to (None for VMs)."""
+    folder = conf_dir().parent.parent
+    return folder if (folder / "state.json").exists() else None
+
+
 def machine_cores(status: dict) -> int:
     """Real cores under the worker slots: this machine's for a local cluster (its slots may be
     over-committed), else the slots the master reports."""
-    local = (conf_dir().parent.parent / "state.json").exists()
-    return (os.cpu_count() or 1) if local else sum(w["cores"] for w in status.get("workers", []))
+    return (os.cpu_count() or 1) if local_cluster_dir() else sum(w["cores"] for w in status.get("workers", []))
 
 
 def check(config: Config, need_cluster: bool = True, own_app: str | None = None) -> tuple[object, dict]:
@@ -173,7 +180,7 @@ def preimages(spark, count: int, partitions: int) -> np.ndarray:
     from pyspark.sql import functions as F
 
     span = 64 * partitions
-    found = (spark.range(0, span).select("id", F.expr(f"pmod(hash(id), {partitions})").alias("p"))
+    found = (spark.range(0, span, numPartitions=1).select("id", F.expr(f"pmod(hash(id), {partitions})").alias("p"))
              .groupBy("p").agg(F.min("id").alias("v")).collect())
     table = {row["p"]: row["v"] for row in found}
     missing = [i for i in range(count) if i not in table]
@@ -323,6 +330,26 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
     }
 
 
+def engine_and_resources(spark, folder: Path, start: float) -> dict:
+    """Spark's task metrics per stage (``stages.parquet``) and the psutil agent's samples of a local
+    cluster (``resources.parquet``) for the run, and their summaries."""
+    from skewbench.bench.spark import metrics
+
+    try:
+        stages = metrics.stage_metrics(spark, start)
+    except (OSError, ValueError) as exc:
+        engine = {"error": f"Spark REST API: {exc}"}
+    else:
+        stages.to_parquet(folder / "stages.parquet", index=False)
+        engine = metrics.stage_summary(stages)
+    cluster = local_cluster_dir()
+    if cluster is None:
+        return {"engine": engine, "resources": {"note": "on VMs the samples stay on the nodes: make cluster-collect"}}
+    samples = metrics.resource_samples(cluster, start, time.time())
+    samples.to_parquet(folder / "resources.parquet", index=False)
+    return {"engine": engine, "resources": metrics.resource_summary(samples)}
+
+
 def session(url: str, name: str):
     """A SparkSession on ``url`` configured for the pipeline."""
     from pyspark.sql import SparkSession
@@ -364,7 +391,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     collector = Collector(folder)
     query = None
     try:
-        started = time.monotonic()
+        started, wall_start = time.monotonic(), time.time()
         query = start_query(spark, config, app, folder, collector)
         last = 0.0
         while collector.done < stream.messages or len(collector.states) < config.workers:
@@ -386,6 +413,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
         batches = batch_table(progress, metrics)
         batches.to_parquet(folder / "batches.parquet", index=False)
         summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode)
+        summary |= engine_and_resources(spark, folder, wall_start)
         (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),
                 "cluster": {k: status.get(k) for k in ("url", "aliveworkers", "cores", "memory", "status")}

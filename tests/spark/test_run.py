@@ -3,10 +3,13 @@
 Fidelity: for kg, sg and pkg (S=2, W=4, a Zipf stream, shuffle and key split) the messages each Spark
 worker stored equal the simulator's per-worker loads for the same stream, seed and split, exactly;
 worker *i* ran on Spark partition *i*; word count's answer equals the single-process reference, also
-for dchoices and llfd (fixed table fitted on a warm-up prefix).
+for dchoices and llfd (fixed table fitted on a warm-up prefix); self-join's pairs and Naive Bayes'
+model and accuracy equal theirs for kg, pkg and sg (probes to 1, 2 and W workers).  A run
+interrupted with Ctrl-C leaves only ``OUT.partial`` with its INCOMPLETE marker.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,37 +26,44 @@ def skewbench(*args, env=None, timeout=600):
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
-CASES = [("kg", "shuffle"), ("sg", "shuffle"), ("pkg", "shuffle"), ("kg", "key"), ("sg", "key"), ("pkg", "key"),
-         ("dchoices", "shuffle")]
+CASES = [("wordcount", "kg", "shuffle"), ("wordcount", "sg", "shuffle"), ("wordcount", "pkg", "shuffle"),
+         ("wordcount", "kg", "key"), ("wordcount", "sg", "key"), ("wordcount", "pkg", "key"),
+         ("wordcount", "dchoices", "shuffle"), ("selfjoin", "kg", "shuffle"), ("selfjoin", "pkg", "shuffle"),
+         ("selfjoin", "sg", "shuffle"), ("naivebayes", "kg", "shuffle"), ("naivebayes", "pkg", "shuffle"),
+         ("naivebayes", "sg", "shuffle")]
+APP_WORKLOADS = {"wordcount": WORKLOAD, "selfjoin": "ticks:symbols=200", "naivebayes": "docs:classes=4"}
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
 
 
-def config(scheme, split, out):
-    return {"app": "wordcount", "scheme": scheme, "workers": W, "sources": S, "delay_ms": 0.05,
-            "workload": WORKLOAD, "messages": MESSAGES, "batch_rows": MESSAGES // 2, "split": split, "out": str(out)}
+def config(scheme, split, out, app="wordcount"):
+    return {"app": app, "scheme": scheme, "workers": W, "sources": S, "delay_ms": 0.05,
+            "workload": APP_WORKLOADS[app], "messages": MESSAGES, "batch_rows": MESSAGES // 2, "split": split,
+            "out": str(out)}
 
 
 @pytest.fixture(scope="module")
 def runs(spark_cluster, tmp_path_factory):
-    """The CASES in one Spark application (start-up paid once): {(scheme, split): result folder}."""
+    """The CASES in one Spark application (start-up paid once): {(app, scheme, split): result folder}."""
     folder = tmp_path_factory.mktemp("runs")
     files = []
-    for scheme, split in CASES:
-        files.append(folder / f"{scheme}-{split}.json")
-        files[-1].write_text(json.dumps(config(scheme, split, folder / f"{scheme}-{split}")))
+    for app, scheme, split in CASES:
+        files.append(folder / f"{app}-{scheme}-{split}.json")
+        files[-1].write_text(json.dumps(config(scheme, split, folder / f"{app}-{scheme}-{split}", app)))
     done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.bench.spark.run", *map(str, files)],
                           capture_output=True, text=True, timeout=900, cwd=ROOT,
                           env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    return {case: folder / f"{case[0]}-{case[1]}" for case in CASES}
+    return {case: folder / "-".join(case) for case in CASES}
 
 
-def check_run(out: Path, scheme: str, split: str):
+def check_run(out: Path, scheme: str, split: str, app: str = "wordcount"):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["correct"] and summary["partitions_match_workers"], summary
-    assert sum(summary["worker_messages"]) == MESSAGES
     assert (out / "run.meta.json").exists() and not (out / "INCOMPLETE").exists()
-    if scheme in ("kg", "sg", "pkg"):
+    assert summary["engine"]["tasks"] >= W and (out / "stages.parquet").exists(), summary["engine"]
+    assert {"executor", "python_worker"} <= set(summary["resources"]), summary["resources"]
+    if app == "wordcount" and scheme in ("kg", "sg", "pkg"):
+        assert sum(summary["worker_messages"]) == MESSAGES
         from skewbench.simulator.engine import simulate
         from skewbench.workloads import parse
 
@@ -63,9 +73,37 @@ def check_run(out: Path, scheme: str, split: str):
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("scheme,split", CASES)
-def test_wordcount_matches_simulator_and_reference(runs, scheme, split):
-    check_run(runs[scheme, split], scheme, split)
+@pytest.mark.parametrize("app,scheme,split", CASES)
+def test_run_matches_simulator_and_reference(runs, app, scheme, split):
+    check_run(runs[app, scheme, split], scheme, split, app)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_probes_reach_one_two_or_every_worker(runs):
+    """Naive Bayes queries probe 1 worker under kg, 2 under pkg and all W under sg."""
+    probes = {s: sum(json.loads((runs["naivebayes", s, "shuffle"] / "summary.json").read_text())["worker_probes"])
+              for s in ("kg", "pkg", "sg")}
+    assert probes["kg"] > 0 and probes["pkg"] == 2 * probes["kg"] and probes["sg"] == W * probes["kg"], probes
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_ctrl_c_leaves_an_incomplete_run(spark_cluster, tmp_path):
+    out = tmp_path / "run"
+    c = config("pkg", "shuffle", out) | {"messages": 200_000, "batch_rows": 2000}
+    args = [a for k, v in c.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    proc = subprocess.Popen([str(CLUSTER_PYTHON), "-m", "skewbench.cli", "run", *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
+    for line in proc.stderr:  # interrupt once batches flow
+        if line.startswith("messages ") and not line.startswith("messages 0 "):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-3000:]
+    assert "interrupted" in err and not out.exists()
+    assert (tmp_path / "run.partial" / "INCOMPLETE").exists()
 
 
 @pytest.mark.spark
@@ -79,6 +117,49 @@ def test_cli_run_with_a_fitted_table(spark_cluster, tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "correct=True" in done.stdout and "messages 3,000 of 3,000" in done.stderr
     check_run(out, "llfd", "shuffle")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_open_loop_rate_paces_the_input(spark_cluster, tmp_path):
+    """--rate 1500: 3000 messages take at least 2 s, intended times are seq / rate apart."""
+    out = tmp_path / "run"
+    c = config("pkg", "shuffle", out) | {"rate": 1500.0, "batch_rows": MESSAGES}
+    args = [a for k, v in c.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    done = skewbench("run", *args, env={"SPARK_CONF_DIR": str(spark_cluster)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["correct"] and summary["elapsed_seconds"] >= MESSAGES / 1500 * 0.95
+    assert summary["throughput_msgs_per_s"] <= 1500 * 1.2, summary
+
+
+@pytest.mark.spark
+def test_more_workers_than_slots_is_a_usage_error(spark_cluster, tmp_path):
+    done = skewbench("run", "--app", "wordcount", "--scheme", "kg", "--workers", "50", "--messages", "1000",
+                     "--out", str(tmp_path / "x"), env={"SPARK_CONF_DIR": str(spark_cluster)})
+    assert done.returncode == 2 and "exceeds the 4 free task slots" in done.stderr, done.stderr
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
+
+
+@pytest.mark.spark
+def test_missing_java_is_a_usage_error(spark_cluster, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"} | {"PATH": "/nonexistent",
+                                                                        "SPARK_CONF_DIR": str(spark_cluster)}
+    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.cli", "run", "--app", "wordcount", "--scheme", "kg",
+                           "--workers", "2", "--messages", "1000", "--out", str(tmp_path / "x")],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert done.returncode == 2 and "Java is missing" in done.stderr, done.stderr
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
+
+
+def test_malformed_workload_file_is_a_usage_error(tmp_path):
+    bad = tmp_path / "words.csv"
+    bad.write_text("word,count\nfoo,1\n")
+    done = skewbench("run", "--app", "wordcount", "--scheme", "kg", "--workers", "2", "--out", str(tmp_path / "x"),
+                     "--workload", f"file:path={bad},key=nope")
+    assert done.returncode == 2 and "nope" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
 
 
 def test_unknown_app_is_a_usage_error(tmp_path):

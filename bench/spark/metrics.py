@@ -1,0 +1,76 @@
+"""What a run cost the engine and the machines, beside what the app measured itself.
+
+* :func:`stage_metrics` — Spark's own task metrics per stage of the run, from the driver's REST API
+  (``/api/v1/applications/<id>/stages``): task time, CPU, deserialization, GC, shuffle bytes.  Stages
+  of the worker stage dominate; the source stage's time is routing plus Arrow conversion.
+* :func:`resource_samples` — the psutil agent's samples (``ansible/roles/metrics``: CPU % and RSS of
+  every Spark JVM and Python worker on every node, one row per process and second) taken during the
+  run, read from the nodes' folders of a local cluster.  On VMs they stay on the nodes until
+  ``make cluster-collect`` fetches them.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+
+STAGE_FIELDS = {"numTasks": "tasks", "executorRunTime": "run_ms", "executorCpuTime": "cpu_ns",
+                "executorDeserializeTime": "deserialize_ms", "jvmGcTime": "gc_ms",
+                "resultSerializationTime": "result_serialize_ms", "shuffleReadBytes": "shuffle_read_bytes",
+                "shuffleWriteBytes": "shuffle_write_bytes", "inputRecords": "input_records",
+                "outputRecords": "output_records"}
+
+
+def stage_metrics(spark, since: float) -> pd.DataFrame:
+    """Completed stages submitted at or after ``since`` (epoch seconds); empty without a Spark UI."""
+    url = spark.sparkContext.uiWebUrl
+    if not url:
+        return pd.DataFrame(columns=["stage", "name", "submitted", "wall_s", *STAGE_FIELDS.values()])
+    page = f"{url}/api/v1/applications/{spark.sparkContext.applicationId}/stages?status=complete"
+    with urllib.request.urlopen(page, timeout=30) as reply:
+        stages = json.load(reply)
+    rows = []
+    for s in stages:
+        submitted = pd.Timestamp(s["submissionTime"].replace("GMT", "+00:00")).timestamp()
+        if submitted < since:
+            continue
+        done = pd.Timestamp(s["completionTime"].replace("GMT", "+00:00")).timestamp()
+        rows.append({"stage": s["stageId"], "name": s["name"], "submitted": submitted, "wall_s": done - submitted,
+                     **{ours: s.get(theirs, 0) for theirs, ours in STAGE_FIELDS.items()}})
+    return pd.DataFrame(rows, columns=["stage", "name", "submitted", "wall_s", *STAGE_FIELDS.values()])
+
+
+def stage_summary(stages: pd.DataFrame) -> dict:
+    """Totals over the run's stages (seconds and bytes)."""
+    return {"stages": int(len(stages)), "tasks": int(stages["tasks"].sum()),
+            "task_seconds": float(stages["run_ms"].sum() / 1e3),
+            "jvm_cpu_seconds": float(stages["cpu_ns"].sum() / 1e9),
+            "deserialize_seconds": float(stages["deserialize_ms"].sum() / 1e3),
+            "gc_seconds": float(stages["gc_ms"].sum() / 1e3),
+            "shuffle_bytes": int(stages["shuffle_write_bytes"].sum())}
+
+
+def resource_samples(cluster_dir: Path, start: float, end: float) -> pd.DataFrame:
+    """The agent's rows with ``start <= time <= end`` from every ``NODE/metrics/resources.csv``."""
+    parts = [pd.read_csv(f) for f in sorted(Path(cluster_dir).glob("*/metrics/resources.csv"))]
+    samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["time", "node", "pid", "role", "cpu_percent", "rss_bytes"])
+    return samples[(samples["time"] >= start) & (samples["time"] <= end)].reset_index(drop=True)
+
+
+def resource_summary(samples: pd.DataFrame) -> dict:
+    """Per role: peak of the summed RSS over the cluster (MiB), mean and peak summed CPU (% of a core)."""
+    if samples.empty:
+        return {}
+    second = samples.assign(second=samples["time"].round())
+    per_second = second.groupby(["role", "second"]).agg(rss=("rss_bytes", "sum"), cpu=("cpu_percent", "sum"))
+    summary = {}
+    for role, group in per_second.groupby(level="role"):
+        summary[role] = {"peak_rss_mib": round(float(group["rss"].max()) / 2**20, 1),
+                         "mean_cpu_pct": round(float(group["cpu"].mean()), 1),
+                         "peak_cpu_pct": round(float(group["cpu"].max()), 1),
+                         "processes": int(samples.loc[samples["role"] == role, "pid"].nunique())}
+    return summary

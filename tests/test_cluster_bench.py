@@ -1,0 +1,51 @@
+"""The cluster benchmark's plan and its comparison with the paper (the runs themselves need a cluster:
+tests/spark)."""
+from pathlib import Path
+
+import pandas as pd
+
+from skewbench.bench import cluster_bench as cb
+
+
+def storm_table(throughput: dict, counters: dict) -> pd.DataFrame:
+    """Three repeats per point: the given throughput, a far outlier and a near one (median = given)."""
+    return pd.DataFrame([{"scheme": s, "delay_ms": d, "seed": r, "throughput": t * f, "counters": counters[s],
+                          "correct": True}
+                         for (s, d), t in throughput.items() for r, f in enumerate([1.0, 3.0, 0.99])])
+
+
+def test_storm_comparison_reads_drops_and_counter_order():
+    table = storm_table({("kg", 0.1): 1000, ("kg", 1.0): 400, ("pkg", 0.1): 1000, ("pkg", 1.0): 630,
+                         ("sg", 0.1): 1000, ("sg", 1.0): 600}, {"kg": 10, "pkg": 12, "sg": 30})
+    c = cb.compare_storm(table)
+    assert c["throughput_drop_pct"] == {"kg": 60.0, "pkg": 37.0, "sg": 40.0}
+    assert c["paper_throughput_drop_pct"] == {"kg": 60, "pkg": 37, "sg": 37}
+    assert c["kg_drops_most"] and c["pkg_counters_between_kg_and_sg"] and c["all_correct"]
+    assert c["runs_per_point"] == 3 and c["median_throughput"]["kg"] == {"0.1": 1000, "1.0": 400}
+    assert c["kg_over_pkg_throughput"] == {"0.1": 1.0, "1.0": round(400 / 630, 3)}
+    assert c["paper_counters"] == {"kg": 2.9e6, "pkg": 3.6e6, "sg": 7.2e6}
+
+
+def test_storm_comparison_says_when_the_shape_differs():
+    table = storm_table({("kg", 0.1): 1000, ("kg", 1.0): 900, ("pkg", 0.1): 1000, ("pkg", 1.0): 500,
+                         ("sg", 0.1): 1000, ("sg", 1.0): 500}, {"kg": 40, "pkg": 12, "sg": 30})
+    c = cb.compare_storm(table)
+    assert not c["kg_drops_most"] and not c["pkg_counters_between_kg_and_sg"]
+
+
+def test_plan_fits_the_cluster():
+    storm = cb.storm_configs(Path("/x"), quick=False)
+    assert len(storm) == len(cb.STORM_SCHEMES) * len(cb.STORM_DELAYS_MS) * cb.REPEATS
+    assert {(c.workers, c.sources, c.workload) for c in storm} == {(9, 1, "wp")}
+    assert all(c.messages == c.batch_rows * cb.BATCHES for c in storm)
+    assert len({c.seed for c in storm}) == cb.REPEATS
+    assert [(c.workers, c.delay_ms) for c in cb.efficiency_configs(Path("/x"), quick=True, slots=60)] == [
+        (10, 1.0), (10, 0.0), (20, 1.0), (20, 0.0), (50, 1.0), (50, 0.0)]
+    assert len({c.out for c in storm}) == len(storm)
+
+
+def test_bad_input_exits_2_before_touching_the_cluster(tmp_path, capsys):
+    assert cb.main(["--out", str(tmp_path / "x"), "--only", "nope"]) == 2
+    assert "unknown experiment" in capsys.readouterr().err
+    assert cb.main(["--out", str(tmp_path)]) == 2
+    assert "never overwritten" in capsys.readouterr().err
