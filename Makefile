@@ -1,4 +1,4 @@
-# skewbench — `make study` runs the main job, `make test` runs the tests; both set themselves up.
+# skewbench — `make bench` runs the main job, `make test` runs the tests; both set themselves up.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python

@@ -4,15 +4,16 @@
   WP-like stream, 1 source, 9 workers, kg / pkg / sg, per-message delay 0.1 … 1 ms, every run
   as fast as the pipeline goes (rate 0, a fixed number of messages per micro-batch).  Compared with
   ``published.yaml``: throughput drop from the smallest to the largest delay (paper: KG −60 %,
-  PKG and SG −37 %) and memory counters (paper: KG 2.9e6 < PKG 3.6e6 < SG 7.2e6).
+  PKG and SG −37 %), KG's throughput over PKG's at each delay (paper: PKG +60 %) and memory
+  counters (paper: KG 2.9e6 < PKG 3.6e6 < SG 7.2e6).
 * ``efficiency`` — engine efficiency: sg (balanced), delay 1 ms, W = 10, 20, 50, 100 (as many as
   the cluster has task slots for): throughput ÷ the ideal W / delay, and the engine overhead per
   micro-batch (batch duration − the busiest worker's busy time) as W grows; each W also runs with
   no delay, which measures what the engine alone sustains for the same batches.
 
-A short warm-up run comes first.  Every run is a ``skewbench run`` (:func:`skewbench.bench.spark.run.run`) in one Spark application,
-kept in ``OUT/runs/<name>``; the tables go to ``OUT/<experiment>.csv`` with provenance, the
-comparison to ``OUT/storm_vs_paper.json``.
+A short warm-up run comes first.  Every run is a ``skewbench run`` (:func:`skewbench.bench.spark.run.run`)
+in one Spark application, kept in ``OUT/runs/<name>``; the tables go to ``OUT/<experiment>.csv`` with
+provenance, the comparison (medians over :data:`REPEATS` seeds) to ``OUT/storm_vs_paper.json``.
 ``python -m skewbench.bench.cluster_bench --out DIR [--only storm,efficiency] [--quick]``.
 """
 
@@ -40,7 +41,8 @@ def storm_configs(out: Path, quick: bool) -> list[Config]:
     per_worker = 1000 if quick else 5000  # messages per worker and batch: 5 s of work at 1 ms
     rows = STORM_WORKERS * per_worker
     return [Config(app="wordcount", scheme=scheme, workers=STORM_WORKERS, sources=1, delay_ms=delay, workload="wp",
-                   messages=rows * BATCHES, batch_rows=rows, seed=seed, out=str(out / f"storm-{scheme}-{delay}-s{seed}"))
+                   messages=rows * BATCHES, batch_rows=rows, seed=seed,
+                   out=str(out / f"storm-{scheme}-{delay}-s{seed}"))
             for seed in range(1 if quick else REPEATS) for delay in STORM_DELAYS_MS for scheme in STORM_SCHEMES]
 
 
@@ -62,7 +64,8 @@ def warmup_config(out: Path) -> Config:
 def row(config: Config, summary: dict) -> dict:
     ideal = config.workers / (config.delay_ms / 1000) if config.delay_ms > 0 else float("nan")
     return {"scheme": config.scheme, "workers": config.workers, "sources": config.sources,
-            "delay_ms": config.delay_ms, "seed": config.seed, "messages": summary["messages"], "correct": summary["correct"],
+            "delay_ms": config.delay_ms, "seed": config.seed, "messages": summary["messages"],
+            "batch_rows": config.batch_rows, "correct": summary["correct"],
             "throughput": summary["throughput_msgs_per_s"], "ideal": ideal,
             "efficiency": summary["throughput_msgs_per_s"] / ideal,
             "latency_p50": summary["latency_seconds"]["p50"], "latency_p99": summary["latency_seconds"]["p99"],
@@ -152,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(json.dumps(comparison, indent=2))
     finally:
         spark.stop()
-    print(f"wrote {args.out}")
+    from skewbench.analysis.report import write_report
+
+    print(f"wrote {write_report(args.out)}")
     return 0
 
 

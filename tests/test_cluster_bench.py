@@ -49,3 +49,23 @@ def test_bad_input_exits_2_before_touching_the_cluster(tmp_path, capsys):
     assert "unknown experiment" in capsys.readouterr().err
     assert cb.main(["--out", str(tmp_path)]) == 2
     assert "never overwritten" in capsys.readouterr().err
+
+
+def test_report_draws_the_bench_tables(tmp_path):
+    """The bench's CSVs (as cluster_bench writes them) become report sections with figures."""
+    from skewbench.analysis.report import write_report
+
+    table = storm_table({("kg", 0.1): 1000, ("kg", 1.0): 400, ("pkg", 0.1): 1000, ("pkg", 1.0): 630,
+                         ("sg", 0.1): 1000, ("sg", 1.0): 600}, {"kg": 10, "pkg": 12, "sg": 30})
+    table.to_csv(tmp_path / "storm.csv", index=False)
+    (tmp_path / "storm_vs_paper.json").write_text(__import__("json").dumps(cb.compare_storm(table)))
+    pd.DataFrame([{"workers": w, "delay_ms": d, "batch_rows": 10_000 * w, "throughput": t, "ideal": w * 1000.0,
+                   "efficiency": t / (w * 1000.0), "overhead_median_s": 2.0 * w / 10, "batch_median_s": 12.0}
+                  for w, d, t in [(10, 1.0, 8000), (10, 0.0, 40000), (20, 1.0, 14000), (20, 0.0, 30000)]]
+                 ).to_csv(tmp_path / "efficiency.csv", index=False)
+    report = write_report(tmp_path).read_text()
+    assert "## PKG Storm experiment on Spark" in report and "## Engine efficiency" in report
+    assert "| 1 | 400 | 630 | 600 | 0.635 |" in report  # median throughput per delay, kg / pkg
+    assert "| kg | 60 | 60 | 10 | 2,900,000 |" in report
+    for png in ("storm_throughput.png", "efficiency.png"):
+        assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report

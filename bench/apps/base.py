@@ -185,6 +185,11 @@ class App:
     def reference(self, stream: Stream) -> object:
         raise NotImplementedError
 
+    def periodic(self, batches: dict[int, pd.DataFrame]) -> pd.DataFrame | None:
+        """What the aggregator reports after every micro-batch (``batches``: batch id → that batch's
+        outputs), as one tidy frame with a ``batch`` column; None for apps that report only at the end."""
+        return None
+
     def same(self, a, b) -> bool:
         raise NotImplementedError
 

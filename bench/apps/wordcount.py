@@ -4,7 +4,8 @@ Each worker keeps the running counts of the keys routed to it.  Under key-splitt
 sg, ...) one key is counted on several workers, so a worker's outputs are *partial-count deltas*:
 after every micro-batch it emits ``(key, count in this batch)`` for each key it saw, and the
 aggregator sums the deltas per key.  The aggregation period T is therefore one micro-batch; the
-top-k words (k = 10) at any batch boundary are :func:`top_k` of the deltas summed so far.
+top-k words (k = 10) at every batch boundary (:meth:`WordCount.periodic`) are :func:`top_k` of the
+deltas summed so far.
 """
 
 from __future__ import annotations
@@ -76,6 +77,17 @@ class WordCount(App):
 
     def same(self, a: pd.Series, b: pd.Series) -> bool:
         return bool(a.index.equals(b.index) and np.array_equal(a.to_numpy(), b.to_numpy()))
+
+    def periodic(self, batches):
+        """The top-k words after every micro-batch (the aggregation period T): the deltas summed so far."""
+        totals, rows = pd.Series(dtype=np.int64), []
+        for batch, out in sorted(batches.items()):
+            if len(out):
+                totals = totals.add(out.groupby("key")["count"].sum(), fill_value=0).astype(np.int64)
+            top = self.top(totals)
+            rows.append(pd.DataFrame({"batch": batch, "rank": np.arange(1, len(top) + 1), "key": top.index,
+                                      "count": top.to_numpy()}))
+        return pd.concat(rows, ignore_index=True)
 
     def top(self, counts: pd.Series) -> pd.Series:
         """This app's top-k (``k`` words) of a count series."""

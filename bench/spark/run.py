@@ -15,6 +15,7 @@ after a failure or Ctrl-C):
   state entries, partition;
 * ``batches.parquet`` — per batch: duration, input rows, Spark's phases (latestOffset … commitOffsets),
   the busiest worker's busy time and the engine overhead (duration − that busy time);
+* ``periodic.parquet`` — what the app's aggregator reports after every batch (word count: top-k);
 * ``stages.parquet`` — Spark's task metrics per stage (REST API); ``resources.parquet`` — CPU and RSS
   of every Spark JVM and Python worker during the run (psutil agent; local cluster);
 * ``summary.json`` and ``run.meta.json`` (versions, commit, cluster shape from the master, config,
@@ -28,7 +29,9 @@ import math
 import os
 import pickle
 import shutil
+import signal
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -180,7 +183,8 @@ def preimages(spark, count: int, partitions: int) -> np.ndarray:
     from pyspark.sql import functions as F
 
     span = 64 * partitions
-    found = (spark.range(0, span, numPartitions=1).select("id", F.expr(f"pmod(hash(id), {partitions})").alias("p"))
+    ids = spark.range(0, span, numPartitions=1)  # one task: the default (one per core) costs 100 tasks
+    found = (ids.select("id", F.expr(f"pmod(hash(id), {partitions})").alias("p"))
              .groupBy("p").agg(F.min("id").alias("v")).collect())
     table = {row["p"]: row["v"] for row in found}
     missing = [i for i in range(count) if i not in table]
@@ -285,8 +289,11 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
               delay_mode: str) -> dict:
     metrics = pd.concat(collector.metrics, ignore_index=True)
     outputs_dir = collector.folder / "outputs"
-    parts = [pd.read_parquet(p) for p in sorted(outputs_dir.glob("*.parquet"))]
-    outputs = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["seq", "worker"])
+    parts = {int(p.stem.split("-")[1]): pd.read_parquet(p) for p in sorted(outputs_dir.glob("batch-*.parquet"))}
+    outputs = pd.concat(parts.values(), ignore_index=True) if parts else pd.DataFrame(columns=["seq", "worker"])
+    periodic = app.periodic(parts)
+    if periodic is not None:
+        periodic.to_parquet(collector.folder / "periodic.parquet", index=False)
     W = config.workers
     states = [collector.states.get(i, app.new_state(i)) for i in range(W)]
     result = app.combine(outputs, states)
@@ -365,6 +372,27 @@ def session(url: str, name: str):
     return spark
 
 
+class DeferredInterrupt:
+    """Ctrl-C (SIGINT) noted and acted on between calls into Spark: PySpark's own handler raises in
+    the middle of a Py4J call and leaves a Py4JError instead of a KeyboardInterrupt."""
+
+    def __init__(self):
+        self.seen = False
+        main = threading.current_thread() is threading.main_thread()
+        self.previous = signal.signal(signal.SIGINT, self._note) if main else None
+
+    def _note(self, *_) -> None:
+        self.seen = True
+
+    def __call__(self) -> bool:
+        return self.seen
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+
+
 def run(config: Config, log=sys.stderr, spark=None) -> dict:
     """One run; returns the summary (also written to ``DIR/summary.json``).  With ``spark`` given the
     run reuses that session (several runs in one application) and leaves it running."""
@@ -390,11 +418,14 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     spark.conf.set("spark.sql.shuffle.partitions", config.workers)
     collector = Collector(folder)
     query = None
+    interrupted = DeferredInterrupt()
     try:
         started, wall_start = time.monotonic(), time.time()
         query = start_query(spark, config, app, folder, collector)
         last = 0.0
         while collector.done < stream.messages or len(collector.states) < config.workers:
+            if interrupted():
+                raise KeyboardInterrupt
             if query.exception() is not None or not query.isActive:
                 raise RuntimeError(f"the streaming query failed: {query.exception()}")
             time.sleep(0.2)
@@ -427,6 +458,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
         folder.rename(out)
         return summary
     finally:
+        interrupted.restore()
         if query is not None:
             query.stop()
         if own:

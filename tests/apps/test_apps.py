@@ -18,7 +18,8 @@ from skewbench.simulator.engine import simulate
 from skewbench.stream import Stream
 from skewbench.workloads import parse
 
-SCHEMES = ["kg", "sg", "pkg", "dchoices", "wchoices", "dkg", "consistent", "potc", "llfd"]
+SCHEMES = ["kg", "sg", "pkg", "dchoices", "wchoices", "dkg", "consistent", "potc", "llfd", "mintable", "minmig",
+           "mixed", "mixed-brute", "gedik-redist", "gedik-readj"]
 WORKLOADS = {"wordcount": "zipf:z=1.2,keys=400", "selfjoin": "ticks:symbols=200", "naivebayes": "docs:classes=4"}
 PARAMS = {"selfjoin": {"window": 60}}
 W, S, BATCH, N = 6, 3, 300, 4_000
@@ -209,3 +210,15 @@ def test_word_count_docstring_example():
 
     from skewbench.bench.apps import wordcount
     assert doctest.testmod(wordcount).failed == 0
+
+
+def test_word_count_reports_the_top_k_after_every_batch():
+    app, result = run("wordcount", "pkg")
+    seq = result.outputs["seq"].to_numpy()
+    batches = {lo // BATCH: result.outputs[(seq >= lo) & (seq < lo + BATCH)] for lo in range(0, N, BATCH)}
+    top = app.periodic(batches)
+    assert top.groupby("batch").size().tolist() == [app.k] * len(batches)
+    final = top[top.batch == len(batches) - 1].set_index("key")["count"]
+    assert final.equals(app.top(reference("wordcount")).rename("count"))
+    hottest = top[top["rank"] == 1]["count"].to_numpy()
+    assert (np.diff(hottest) >= 0).all() and hottest[0] < hottest[-1]  # running counts grow
