@@ -116,10 +116,15 @@ def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFr
 
 # -- the stream as the routing stage sees it ----------------------------------------------------------
 
-def stream_keys(stream: Stream) -> np.ndarray:
-    """The ``key`` column: each message's label as ``str`` (its id when the stream has no labels)."""
+def key_labels(stream: Stream) -> np.ndarray:
+    """Each key's label as ``str`` (its id when the stream has no labels), indexed by key id."""
     labels = np.arange(stream.n_keys) if stream.labels is None else np.asarray(stream.labels)
-    return labels.astype(str)[stream.ids].astype(object)
+    return labels.astype(str).astype(object)
+
+
+def stream_keys(stream: Stream) -> np.ndarray:
+    """The ``key`` column: each message's label (:func:`key_labels`)."""
+    return key_labels(stream)[stream.ids]
 
 
 def stream_rows(stream: Stream, app: App, sources: np.ndarray | None = None) -> pd.DataFrame:

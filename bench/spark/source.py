@@ -35,6 +35,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from skewbench.bench.apps import make_app
+from skewbench.bench.apps.base import key_labels
 from skewbench.bench.spark import routing
 
 BASE_COLUMNS = [("seq", "bigint"), ("source", "int"), ("key", "string"), ("fp", "bigint"), ("t_intended", "double")]
@@ -52,15 +53,12 @@ def stream_of(workload: str, messages: int, seed: int):
 
 
 @lru_cache(maxsize=8)
-def _columns(workload: str, messages: int, seed: int, sources: int, split: str):
-    """Per-message source index, key labels (as strings) and fingerprints (as int64), cached."""
+def _sources_and_labels(workload: str, messages: int, seed: int, sources: int, split: str):
+    """Each message's source index and each key's label (the reference's labels), cached."""
     from skewbench.simulator.engine import source_of_each_message
 
     stream = stream_of(workload, messages, seed)
-    src = source_of_each_message(stream, sources, split)
-    labels = np.arange(stream.n_keys) if stream.labels is None else stream.labels
-    key_text = np.asarray([str(label) for label in labels], dtype=object)
-    return src, key_text, stream.fps.view(np.int64), stream.clock
+    return source_of_each_message(stream, sources, split), key_labels(stream)
 
 
 def _spark_type(dtype: np.dtype) -> str:
@@ -140,16 +138,16 @@ class SkewbenchStreamReader(DataSourceStreamReader):
 
     def read(self, partition: SourcePartition):
         o = self.o
-        src, key_text, fps, clock = _columns(o.workload, o.messages, o.seed, o.sources, o.split)
         stream = stream_of(o.workload, o.messages, o.seed)
+        src, key_text = _sources_and_labels(o.workload, o.messages, o.seed, o.sources, o.split)
         seq = partition.start + np.flatnonzero(src[partition.start:partition.end] == partition.source)
         batch = pd.DataFrame({
             "seq": seq, "source": np.full(len(seq), partition.source, dtype=np.int32),
-            "key": key_text[stream.ids[seq]], "fp": fps[seq],
+            "key": key_text[stream.ids[seq]], "fp": stream.fps.view(np.int64)[seq],
             "t_intended": partition.t0 + seq / o.rate if o.rate > 0 else np.full(len(seq), partition.at),
             **{c: stream.payload[c][seq] for c in o.payload}})
         router = routing.router_at(o.run, partition.source, partition.start, stream, src)
-        rows = routing.route_batch(router, o.app, batch, clock[seq])
+        rows = routing.route_batch(router, o.app, batch, stream.clock[seq])
         routing.keep(o.run, partition.source, partition.end, router)
         if partition.end == o.messages and partition.source == 0:
             rows = pd.concat([rows, flush_rows(stream, key_text, o)], ignore_index=True)
