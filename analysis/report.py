@@ -213,14 +213,17 @@ def storm(folder: Path) -> list[str]:
         c = json.loads(comparison.read_text())
         rows = [[s, c["throughput_drop_pct"][s], c["paper_throughput_drop_pct"][s], c["counters"][s],
                  c["paper_counters"][s]] for s in ("kg", "pkg", "sg")]
+        hi = str(c["delays_ms"][1])
         lines += [f"Beside the paper (delay {c['delays_ms'][0]} → {c['delays_ms'][1]} ms; median of "
                   f"{c['runs_per_point']} runs; paper: PKG {c['paper_pkg_throughput_gain_pct']} % above KG):", "",
                   _markdown(pd.DataFrame(rows, columns=["scheme", "drop % ours", "drop % paper", "counters ours",
                                                         "counters paper"])), "",
-                  f"KG drops most: {c['kg_drops_most']}; PKG's counters between KG's and SG's: "
+                  f"KG drops most: {c['kg_drops_most']}; KG / PKG at {hi} ms: {c['kg_over_pkg_throughput'][hi]} "
+                  f"(paper {c['paper_kg_over_pkg_at_largest_delay']}); PKG's counters between KG's and SG's: "
                   f"{c['pkg_counters_between_kg_and_sg']}; every answer equal to the reference: {c['all_correct']}. "
-                  "At the smallest delay every scheme is bound by the engine's per-batch cost, not by its "
-                  "busiest worker; see the efficiency section.", ""]
+                  "A micro-batch lasts the engine's per-batch cost *plus* the busiest worker's time, where Storm "
+                  "overlaps the two; so every scheme here loses more of its throughput as the delay grows than in "
+                  "the paper, and the KG / PKG ratio at the largest delay is the number to compare.", ""]
     return lines
 
 
@@ -233,16 +236,20 @@ def efficiency(folder: Path) -> list[str]:
     table = delayed[["workers", "batch_rows", "throughput", "ideal", "efficiency", "overhead_median_s",
                      "batch_median_s"]].merge(bare[["workers", "throughput"]].rename(
                          columns={"throughput": "no-delay throughput"}), on="workers", how="left")
-    table["overhead µs/msg"] = 1e6 * table["overhead_median_s"] / table["batch_rows"]
+    table["overhead s / worker"] = table["overhead_median_s"] / table["workers"]
     long = pd.concat([delayed.assign(run="sg, 1 ms"), bare.assign(run="sg, no delay"),
                       delayed.assign(run="ideal W / delay", throughput=delayed["ideal"])])
     grid = sns.relplot(data=long, x="workers", y="throughput", hue="run", kind="line", marker="o", height=3,
                        aspect=1.5)
     grid.set(xlabel="workers W", ylabel="messages/s")
+    good = table.loc[table["efficiency"] >= 0.7, "workers"]
+    reached = f"at W = {', '.join(str(w) for w in good)}" if len(good) else "at no W measured"
     return ["## Engine efficiency — sg, 1 ms per message, W = 10 … 100", "",
             _figure(folder, "efficiency", grid), "", _markdown(table.round(3)), "",
-            "Overhead = batch duration − the busiest worker's busy time (median over the measured batches). "
-            "The no-delay runs show what the engine itself sustains with the same batches on this machine.", ""]
+            "Overhead = batch duration − the busiest worker's busy time (median over the measured batches); "
+            "it grows with W (one Spark task and one Python worker call per worker and batch), not with the "
+            "messages, which travel as one Arrow bundle per source and worker. The no-delay runs show what the "
+            f"engine itself sustains with the same batches on this machine. Efficiency ≥ 70 %: {reached}.", ""]
 
 
 def provenance(folder: Path) -> list[str]:

@@ -24,6 +24,7 @@ def test_storm_comparison_reads_drops_and_counter_order():
     assert c["runs_per_point"] == 3 and c["median_throughput"]["kg"] == {"0.1": 1000, "1.0": 400}
     assert c["kg_over_pkg_throughput"] == {"0.1": 1.0, "1.0": round(400 / 630, 3)}
     assert c["paper_counters"] == {"kg": 2.9e6, "pkg": 3.6e6, "sg": 7.2e6}
+    assert c["paper_kg_over_pkg_at_largest_delay"] == 0.625  # PKG +60 %
 
 
 def test_storm_comparison_says_when_the_shape_differs():
@@ -67,5 +68,7 @@ def test_report_draws_the_bench_tables(tmp_path):
     assert "## PKG Storm experiment on Spark" in report and "## Engine efficiency" in report
     assert "| 1 | 400 | 630 | 600 | 0.635 |" in report  # median throughput per delay, kg / pkg
     assert "| kg | 60 | 60 | 10 | 2,900,000 |" in report
+    assert "KG / PKG at 1.0 ms: 0.635 (paper 0.625)" in report
+    assert "Efficiency ≥ 70 %: at W = 10, 20." in report
     for png in ("storm_throughput.png", "efficiency.png"):
         assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report

@@ -13,7 +13,7 @@ after a failure or Ctrl-C):
 * ``outputs/batch-NNNNNN.parquet`` — the app's output rows; ``metrics/batch-NNNNNN.parquet`` — one row
   per (batch, worker): messages stored/probed, delay intended vs actual, process and busy seconds,
   state entries, partition;
-* ``batches.parquet`` — per batch: duration, input rows, Spark's phases (latestOffset … commitOffsets),
+* ``batches.parquet`` — per batch: duration, bundles and message copies, Spark's phases (latestOffset … commitOffsets),
   the busiest worker's busy time and the engine overhead (duration − that busy time);
 * ``periodic.parquet`` — what the app's aggregator reports after every batch (word count: top-k);
 * ``stages.parquet`` — Spark's task metrics per stage (REST API); ``resources.parquet`` — CPU and RSS
@@ -251,7 +251,7 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector):
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
               .option("app", config.app).option("scheme", config.scheme).option("workers", config.workers)
               .load())
-    # Computing wg in Spark is also the projection that turns the source's Arrow-backed rows into
+    # Computing wg in Spark is also the projection that turns the source's Arrow-backed bundles into
     # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
                                                 F.col("worker") + 1))
@@ -272,16 +272,18 @@ PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", 
 
 
 def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
-    """Per batch: duration (triggerExecution), input rows, max worker busy time, engine overhead."""
+    """Per batch: duration (triggerExecution), bundles read (Spark's input rows), message copies the
+    workers handled, the busiest worker's busy time, and the engine overhead (duration − that)."""
     rows = [{"batch": p["batchId"], "started": pd.Timestamp(p["timestamp"]).timestamp(),
-             "duration": p["durationMs"].get("triggerExecution", 0) / 1000, "input_rows": p["numInputRows"],
+             "duration": p["durationMs"].get("triggerExecution", 0) / 1000, "bundles": p["numInputRows"],
              **{f"{phase}_seconds": p["durationMs"].get(phase, 0) / 1000 for phase in PHASES}}
             for p in progress if p.get("numInputRows", 0) > 0]
-    table = pd.DataFrame(rows, columns=["batch", "started", "duration", "input_rows",
+    table = pd.DataFrame(rows, columns=["batch", "started", "duration", "bundles",
                                         *(f"{phase}_seconds" for phase in PHASES)])
-    busy = metrics.groupby("batch")["busy_seconds"].max().rename("max_worker_busy") if len(metrics) else None
-    table = table.merge(busy, left_on="batch", right_index=True, how="left") if busy is not None else table
-    table["overhead"] = table["duration"] - table.get("max_worker_busy", 0)
+    per_batch = metrics.assign(copies=metrics["stored"] + metrics["probed"]).groupby("batch").agg(
+        copies=("copies", "sum"), max_worker_busy=("busy_seconds", "max"))
+    table = table.merge(per_batch, left_on="batch", right_index=True, how="left")
+    table["overhead"] = table["duration"] - table["max_worker_busy"]
     return table
 
 

@@ -16,11 +16,17 @@ messages with ``start <= seq < end``; the stream is regenerated deterministicall
 (workload, messages, seed) on the executor and cached per Python process, so a replay from the
 offsets in the checkpoint reads — and routes — exactly the same rows.
 
-Rows: one per message copy (:meth:`App.fan_out`): ``seq`` (bigint), ``source`` (int), ``key``
+Message rows: one per message copy (:meth:`App.fan_out`): ``seq`` (bigint), ``source`` (int), ``key``
 (string: the key's label), ``fp`` (bigint: the uint64 fingerprint viewed as int64), ``t_intended``
 (double, epoch seconds), the app's payload columns, ``worker`` (int) and ``role`` (``store`` |
 ``probe``).  After the last message source 0 adds one ``flush`` row per worker (``seq`` = messages),
 which makes every worker emit its final state.
+
+What Spark moves is one *bundle* per (source, worker) and micro-batch (:data:`BUNDLE_SCHEMA`): that
+worker's message rows from that source as an Arrow IPC stream.  Spark still shuffles every bundle to
+its worker's partition and the worker stage reads every message; what bundling saves is Spark's
+per-row cost (row conversion, shuffle records, JVM↔Python transfer), about 25 µs of wall time per
+message on 2 cores, which would otherwise bound every scheme alike.
 """
 
 from __future__ import annotations
@@ -42,6 +48,10 @@ BASE_COLUMNS = [("seq", "bigint"), ("source", "int"), ("key", "string"), ("fp", 
 ROUTE_COLUMNS = [("worker", "int"), ("role", "string")]
 ARROW = {"bigint": pa.int64(), "int": pa.int32(), "string": pa.string(), "double": pa.float64(),
          "boolean": pa.bool_()}
+#: What Spark sees: one row per (source, worker) and micro-batch, the messages inside as Arrow IPC.
+BUNDLE_SCHEMA = "worker int, source int, size int, bundle binary"
+BUNDLE_ARROW = pa.schema([("worker", pa.int32()), ("source", pa.int32()), ("size", pa.int32()),
+                          ("bundle", pa.binary())])
 
 
 @lru_cache(maxsize=4)
@@ -73,11 +83,6 @@ def columns_of(workload: str, messages: int, seed: int, payload: tuple[str, ...]
     if missing:
         raise ValueError(f"workload {workload!r} has no payload column(s) {', '.join(missing)}")
     return BASE_COLUMNS + [(c, _spark_type(stream.payload[c].dtype)) for c in payload] + ROUTE_COLUMNS
-
-
-def schema_of(workload: str, messages: int, seed: int, payload: tuple[str, ...]) -> str:
-    """The source's DDL schema (:func:`columns_of`)."""
-    return ", ".join(f"{name} {kind}" for name, kind in columns_of(workload, messages, seed, payload))
 
 
 class SourcePartition(InputPartition):
@@ -153,8 +158,29 @@ class SkewbenchStreamReader(DataSourceStreamReader):
             rows = pd.concat([rows, flush_rows(stream, key_text, o)], ignore_index=True)
         columns = columns_of(o.workload, o.messages, o.seed, o.payload)
         schema = pa.schema([(name, ARROW[kind]) for name, kind in columns])
-        yield from pa.Table.from_pandas(rows[[name for name, _ in columns]], schema=schema,
-                                        preserve_index=False).to_batches()
+        rows = rows.sort_values("worker", kind="stable")  # seq order within each worker
+        yield bundles(pa.Table.from_pandas(rows[[name for name, _ in columns]], schema=schema, preserve_index=False),
+                      partition.source)
+
+
+def bundles(rows: pa.Table, source: int) -> pa.RecordBatch:
+    """One row per worker that gets messages from ``source``: its rows (sorted by worker) as an Arrow
+    IPC stream (:data:`BUNDLE_SCHEMA`)."""
+    workers, starts, sizes = np.unique(rows.column("worker").to_numpy(), return_index=True, return_counts=True)
+    blobs = []
+    for start, size in zip(starts, sizes):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, rows.schema) as writer:
+            writer.write_table(rows.slice(start, size))
+        blobs.append(sink.getvalue().to_pybytes())
+    return pa.RecordBatch.from_arrays(
+        [pa.array(workers, pa.int32()), pa.array(np.full(len(workers), source), pa.int32()),
+         pa.array(sizes, pa.int32()), pa.array(blobs, pa.binary())], schema=BUNDLE_ARROW)
+
+
+def unbundle(blobs) -> pd.DataFrame:
+    """The message rows of some bundles (:func:`bundles`), concatenated."""
+    return pa.concat_tables([pa.ipc.open_stream(blob).read_all() for blob in blobs]).to_pandas()
 
 
 def flush_rows(stream, key_text: np.ndarray, o: Options) -> pd.DataFrame:
@@ -175,7 +201,8 @@ class SkewbenchDataSource(DataSource):
 
     def schema(self) -> str:
         o = Options(self.options)
-        return schema_of(o.workload, o.messages, o.seed, o.payload)
+        columns_of(o.workload, o.messages, o.seed, o.payload)  # checks the payload columns
+        return BUNDLE_SCHEMA
 
     def streamReader(self, schema) -> SkewbenchStreamReader:
         return SkewbenchStreamReader(Options(self.options))

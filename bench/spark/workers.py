@@ -1,7 +1,8 @@
 """The worker stage: W groups, worker *i* on Spark partition *i*, the app's state kept across batches.
 
 Spark runs it as ``groupBy("wg").applyInPandasWithState(...)`` with the preimage ``wg`` of the
-worker (:func:`~skewbench.bench.spark.run.preimages`).  Per micro-batch and worker: burn the injected
+worker (:func:`~skewbench.bench.spark.run.preimages`) over the sources' bundles (one per source,
+:mod:`~skewbench.bench.spark.source`).  Per micro-batch and worker: unpack the bundles, burn the injected
 delay for every row (store and probe copies alike, :func:`~skewbench.bench.spark.delay.burn`), then
 ``app.process`` the rows in ``seq`` order, and emit one row: the metrics of that batch and worker, the
 app's outputs (pickled frame), the seqs it handled with their intended times (for latency), and the
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.spark.delay import burn
+from skewbench.bench.spark.source import unbundle
 
 SCHEMA = ("worker int, partition int, stored bigint, probed bigint, delay_intended double, "
           "delay_actual double, process_seconds double, busy_seconds double, state_entries bigint, "
@@ -36,7 +38,7 @@ def work_batch(app, state, rows: pd.DataFrame, delay: float, mode: str, worker: 
     rows = rows.sort_values("seq", kind="stable").reset_index(drop=True)
     actual = burn(len(rows), delay, mode)
     tick = time.perf_counter()
-    state, outputs = app.process(state, rows.drop(columns=["wg"], errors="ignore")) if len(rows) else (state, None)
+    state, outputs = app.process(state, rows) if len(rows) else (state, None)
     process_seconds = time.perf_counter() - tick
     stored = int((rows["role"] == "store").sum())
     seqs, first = np.unique(rows["seq"].to_numpy(dtype=np.int64), return_index=True)
@@ -56,7 +58,7 @@ def worker(app, delay: float, mode: str):
     def work(key, frames, state):
         from pyspark import TaskContext
 
-        rows = pd.concat(list(frames), ignore_index=True)
+        rows = unbundle(pd.concat(list(frames), ignore_index=True)["bundle"])
         worker = int(rows["worker"].iloc[0])
         flush = (rows["role"] == "flush").to_numpy()
         held = pickle.loads(state.get[0]) if state.exists else app.new_state(worker)
