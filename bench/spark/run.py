@@ -202,6 +202,7 @@ class Collector:
         (folder / "metrics").mkdir()
         self.done = 0
         self.batches = 0
+        self.last_batch = -1
         self.states: dict[int, object] = {}
         self.latency: list[pd.DataFrame] = []
         self.metrics: list[pd.DataFrame] = []
@@ -235,6 +236,7 @@ class Collector:
         self.metrics.append(metrics)
         self.done += len(latency)
         self.batches += 1
+        self.last_batch = batch_id
 
 
 def start_query(spark, config: Config, app, folder: Path, collector: Collector):
@@ -271,6 +273,17 @@ def batch_rows(config: Config) -> int:
 PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
 
 
+def final_progress(query, last_batch: int, wait: float = 10.0) -> list[dict]:
+    """The query's progress reports, once the one of ``last_batch`` is in (Spark posts it just after
+    ``foreachBatch`` returns), or after ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        progress = [json.loads(p.json) for p in query.recentProgress]
+        if any(p["batchId"] >= last_batch for p in progress) or time.monotonic() > deadline:
+            return progress
+        time.sleep(0.1)
+
+
 def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
     """Per batch: duration (triggerExecution), bundles read (Spark's input rows), message copies the
     workers handled, the busiest worker's busy time, and the engine overhead (duration − that)."""
@@ -285,6 +298,17 @@ def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
     table = table.merge(per_batch, left_on="batch", right_index=True, how="left")
     table["overhead"] = table["duration"] - table["max_worker_busy"]
     return table
+
+
+def after_warmup(batches: pd.DataFrame, latency: pd.DataFrame) -> tuple[pd.DataFrame | None, float]:
+    """The messages of the batches after the first (``latency`` rows) and their throughput over those
+    batches' span; only batches whose progress Spark reported count.  (None, nan) with one batch."""
+    steady = batches[batches["batch"] > batches["batch"].min()]
+    if steady.empty:
+        return None, float("nan")
+    warm = latency[latency["batch"].isin(steady["batch"])]
+    span = (steady["started"] + steady["duration"]).max() - steady["started"].min()
+    return warm, len(warm) / span if span > 0 else float("nan")
 
 
 def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
@@ -304,13 +328,9 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
     probed = metrics.groupby("worker")["probed"].sum().reindex(range(W), fill_value=0).to_numpy()
     latency = pd.concat(collector.latency)
     first = int(batches["batch"].min()) if len(batches) else 0
-    steady = batches[batches["batch"] > first]
-    warm = latency[latency["batch"] > first] if len(steady) else latency
-    if len(steady):
-        span = (steady["started"] + steady["duration"]).max() - steady["started"].min()
-        throughput = len(warm) / span if span > 0 else float("nan")
-    else:
-        throughput = stream.messages / elapsed
+    warm, throughput = after_warmup(batches, latency)
+    if warm is None:
+        warm, throughput = latency, stream.messages / elapsed
     lat = (warm["t_end"] - warm["t_intended"]).to_numpy()
     intended, actual = metrics["delay_intended"].to_numpy(), metrics["delay_actual"].to_numpy()
     sizable = intended >= 0.01  # per-batch accuracy is judged where at least 10 ms were asked for
@@ -439,8 +459,8 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
                 print(f"messages {collector.done:,} of {stream.messages:,} ({100 * share:.0f}%)  batches "
                       f"{collector.batches}  elapsed {clock(elapsed)}  ETA {clock(eta)}", file=log, flush=True)
         elapsed = time.monotonic() - started
+        progress = final_progress(query, collector.last_batch)
         query.stop()
-        progress = [json.loads(p.json) for p in query.recentProgress]
         query = None
         metrics = pd.concat(collector.metrics, ignore_index=True)
         batches = batch_table(progress, metrics)
