@@ -25,8 +25,8 @@ which makes every worker emit its final state.
 What Spark moves is one *bundle* per (source, worker) and micro-batch (:data:`BUNDLE_SCHEMA`): that
 worker's message rows from that source as an Arrow IPC stream.  Spark still shuffles every bundle to
 its worker's partition and the worker stage reads every message; what bundling saves is Spark's
-per-row cost (row conversion, shuffle records, JVM↔Python transfer), about 25 µs of wall time per
-message on 2 cores, which would otherwise bound every scheme alike.
+per-row cost (row conversion, shuffle records, JVM↔Python transfer): on 2 cores a batch of 100,000
+messages took 1.7 s instead of 2.5 s at W = 2 and 2.8 s instead of 3.6 s at W = 9.
 """
 
 from __future__ import annotations
