@@ -48,7 +48,9 @@ def storm_configs(out: Path, quick: bool) -> list[Config]:
 
 def efficiency_configs(out: Path, quick: bool, slots: int) -> list[Config]:
     """sg at 1 ms per message, and with no delay: the engine's own capacity for the same batches."""
-    per_worker = 1000 if quick else 10_000  # 10 s of work per worker and batch at 1 ms
+    # 20 s of work per worker and batch at 1 ms: the engine's cost per batch grows with W (one Spark
+    # task and Python call per worker, ~0.1 s each at W = 100 on 2 cores), and the work must outweigh it.
+    per_worker = 2000 if quick else 20_000
     return [Config(app="wordcount", scheme="sg", workers=w, sources=1, delay_ms=delay, workload="wp",
                    messages=w * per_worker * BATCHES, batch_rows=w * per_worker,
                    out=str(out / f"efficiency-W{w}-delay{delay}"))
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="results folder (must not exist yet)")
     parser.add_argument("--only", default="storm,efficiency", help="experiments: storm, efficiency")
-    parser.add_argument("--quick", action="store_true", help="a fifth of the work per batch (a smoke run)")
+    parser.add_argument("--quick", action="store_true", help="a tenth of the work per batch (a smoke run)")
     args = parser.parse_args(argv)
     from skewbench.bench.provenance import write_metadata
 

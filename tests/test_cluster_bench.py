@@ -70,5 +70,18 @@ def test_report_draws_the_bench_tables(tmp_path):
     assert "| kg | 60 | 60 | 10 | 2,900,000 |" in report
     assert "KG / PKG at 1.0 ms: 0.635 (paper 0.625)" in report
     assert "Efficiency ≥ 70 %: at W = 10, 20." in report
+    assert "sustains without delay: W = 20 (capacity 30,000 ≥ 20,000 messages/s); efficiency there 70 %." in report
     for png in ("storm_throughput.png", "efficiency.png"):
         assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report
+
+
+def test_efficiency_verdict_names_the_largest_w_the_engine_carries():
+    from skewbench.analysis.report import efficiency_verdict
+
+    table = pd.DataFrame({"workers": [10, 20, 50], "ideal": [1e4, 2e4, 5e4], "efficiency": [0.8, 0.72, 0.5],
+                          "no-delay throughput": [4.2e4, 4.4e4, 4.5e4]})
+    verdict = efficiency_verdict(table)
+    assert verdict.startswith("Efficiency ≥ 70 %: at W = 10, 20.")
+    assert "without delay: W = 20 (capacity 44,000 ≥ 20,000 messages/s); efficiency there 72 %." in verdict
+    beyond = efficiency_verdict(table.assign(**{"no-delay throughput": 5e3, "efficiency": 0.3}))
+    assert beyond == "Efficiency ≥ 70 %: at no W measured. The engine sustains the ideal rate at no W measured."

@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import urllib.error
+import uuid
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -215,13 +216,13 @@ class Collector:
         from skewbench.bench.spark.workers import METRICS
 
         for row in rows:
-            outputs.append(pickle.loads(row["outputs"]))
-            latency.append(pd.DataFrame({"seq": np.frombuffer(row["seqs"], dtype=np.int64),
-                                         "t_intended": np.frombuffer(row["t_intended"], dtype=np.float64),
-                                         "t_end": row["t_end"]}))
-            metrics.append({"batch": batch_id, **{k: row[k] for k in METRICS}})
-            if row["state"] is not None:
-                self.states[row["worker"]] = pickle.loads(row["state"])
+            record = pickle.loads(row["record"])
+            outputs.append(record["outputs"])
+            latency.append(pd.DataFrame({"seq": record["seqs"], "t_intended": record["t_intended"],
+                                         "t_end": record["t_end"]}))
+            metrics.append({"batch": batch_id, **{k: record[k] for k in METRICS}})
+            if record["state"] is not None:
+                self.states[record["worker"]] = record["state"]
         name = f"batch-{batch_id:06d}.parquet"
         outputs = [o for o in outputs if o is not None]
         out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
@@ -239,7 +240,19 @@ class Collector:
         self.last_batch = batch_id
 
 
-def start_query(spark, config: Config, app, folder: Path, collector: Collector):
+def share_stream(spark, stream, folder: Path) -> Path:
+    """The run's stream pickled into ``folder`` and added to the application's files, which every
+    executor fetches once (the source reads it from there, :func:`~skewbench.bench.spark.source.stream_of`).
+    The name is new for every run: Spark refuses a second file under a name it already serves."""
+    stream.fps, stream.clock  # computed here once, not by every executor process (fps compiles a hash)
+    path = folder / f"stream-{uuid.uuid4().hex}.pickle"
+    with open(path, "wb") as file:
+        pickle.dump(stream, file, protocol=pickle.HIGHEST_PROTOCOL)
+    spark.sparkContext.addFile(str(path))
+    return path
+
+
+def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str):
     from pyspark.sql import functions as F
 
     from skewbench.bench.spark import workers
@@ -252,7 +265,7 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector):
               .option("seed", config.seed).option("sources", config.sources).option("split", config.split)
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
               .option("app", config.app).option("scheme", config.scheme).option("workers", config.workers)
-              .load())
+              .option("stream_file", stream_file).load())
     # Computing wg in Spark is also the projection that turns the source's Arrow-backed bundles into
     # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
@@ -443,7 +456,8 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     interrupted = DeferredInterrupt()
     try:
         started, wall_start = time.monotonic(), time.time()
-        query = start_query(spark, config, app, folder, collector)
+        shared = share_stream(spark, stream, folder)
+        query = start_query(spark, config, app, folder, collector, shared.name)
         last = 0.0
         while collector.done < stream.messages or len(collector.states) < config.workers:
             if interrupted():
@@ -462,6 +476,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
         progress = final_progress(query, collector.last_batch)
         query.stop()
         query = None
+        shared.unlink()  # the executors keep their copies until the application ends
         metrics = pd.concat(collector.metrics, ignore_index=True)
         batches = batch_table(progress, metrics)
         batches.to_parquet(folder / "batches.parquet", index=False)

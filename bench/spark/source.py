@@ -4,7 +4,8 @@ each routing its messages with its scheme (:mod:`~skewbench.bench.spark.routing`
 Options (strings, as Spark passes them): ``workload`` (SPEC), ``messages``, ``seed``, ``sources`` (S),
 ``split`` (``shuffle`` | ``key``, as :func:`skewbench.simulator.engine.source_of_each_message`),
 ``rate`` (messages/s offered; 0 = everything at once), ``max_rows_per_trigger`` (0 = no limit),
-``app``, ``scheme`` and ``workers`` (W).
+``app``, ``scheme`` and ``workers`` (W); ``stream_file``: the name under which the driver shared the
+stream with the executors (:func:`stream_of`).
 
 Offsets are ``{"offset": n, "t0": start, "at": offered}`` over the global message index ``n``:
 ``t0`` is the query start (fixed by the first offset), ``at`` the time :meth:`latestOffset` made the
@@ -31,6 +32,7 @@ messages took 1.7 s instead of 2.5 s at W = 2 and 2.8 s instead of 3.6 s at W = 
 
 from __future__ import annotations
 
+import pickle
 import time
 from functools import lru_cache
 
@@ -54,20 +56,27 @@ BUNDLE_ARROW = pa.schema([("worker", pa.int32()), ("source", pa.int32()), ("size
                           ("bundle", pa.binary())])
 
 
-@lru_cache(maxsize=4)
-def stream_of(workload: str, messages: int, seed: int):
-    """The workload's stream, generated once per process."""
+@lru_cache(maxsize=1)  # one run at a time: an old run's stream would only take memory
+def stream_of(workload: str, messages: int, seed: int, shared: str = ""):
+    """The workload's stream, once per process: loaded from the file the driver shared with every
+    executor (``shared``, a SparkFiles name: a source task may land on any Python worker, where
+    generating a stream of millions of messages costs seconds per batch), else generated."""
+    if shared:
+        from pyspark import SparkFiles
+
+        with open(SparkFiles.get(shared), "rb") as file:
+            return pickle.load(file)
     from skewbench.workloads import parse
 
     return parse(workload, messages=messages, seed=seed)
 
 
-@lru_cache(maxsize=8)
-def _sources_and_labels(workload: str, messages: int, seed: int, sources: int, split: str):
+@lru_cache(maxsize=1)
+def _sources_and_labels(workload: str, messages: int, seed: int, shared: str, sources: int, split: str):
     """Each message's source index and each key's label (the reference's labels), cached."""
     from skewbench.simulator.engine import source_of_each_message
 
-    stream = stream_of(workload, messages, seed)
+    stream = stream_of(workload, messages, seed, shared)
     return source_of_each_message(stream, sources, split), key_labels(stream)
 
 
@@ -76,12 +85,11 @@ def _spark_type(dtype: np.dtype) -> str:
     return {"b": "boolean", "i": "bigint", "u": "bigint", "f": "double"}.get(kind, "string")
 
 
-def columns_of(workload: str, messages: int, seed: int, payload: tuple[str, ...]) -> list[tuple[str, str]]:
+def columns_of(stream, payload: tuple[str, ...]) -> list[tuple[str, str]]:
     """The source's columns as (name, Spark type): base, payload, then the routing columns."""
-    stream = stream_of(workload, messages, seed)
     missing = [c for c in payload if c not in stream.payload]
     if missing:
-        raise ValueError(f"workload {workload!r} has no payload column(s) {', '.join(missing)}")
+        raise ValueError(f"workload {stream.name!r} has no payload column(s) {', '.join(missing)}")
     return BASE_COLUMNS + [(c, _spark_type(stream.payload[c].dtype)) for c in payload] + ROUTE_COLUMNS
 
 
@@ -107,7 +115,11 @@ class Options:
         self.scheme = options["scheme"]
         self.workers = int(options["workers"])
         self.payload = self.app.payload_columns
+        self.stream_file = options.get("stream_file", "")
         self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split)
+
+    def stream(self):
+        return stream_of(self.workload, self.messages, self.seed, self.stream_file)
 
 
 class SkewbenchStreamReader(DataSourceStreamReader):
@@ -143,8 +155,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
 
     def read(self, partition: SourcePartition):
         o = self.o
-        stream = stream_of(o.workload, o.messages, o.seed)
-        src, key_text = _sources_and_labels(o.workload, o.messages, o.seed, o.sources, o.split)
+        stream = o.stream()
+        src, key_text = _sources_and_labels(o.workload, o.messages, o.seed, o.stream_file, o.sources, o.split)
         seq = partition.start + np.flatnonzero(src[partition.start:partition.end] == partition.source)
         batch = pd.DataFrame({
             "seq": seq, "source": np.full(len(seq), partition.source, dtype=np.int32),
@@ -156,7 +168,7 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         routing.keep(o.run, partition.source, partition.end, router)
         if partition.end == o.messages and partition.source == 0:
             rows = pd.concat([rows, flush_rows(stream, key_text, o)], ignore_index=True)
-        columns = columns_of(o.workload, o.messages, o.seed, o.payload)
+        columns = columns_of(stream, o.payload)
         schema = pa.schema([(name, ARROW[kind]) for name, kind in columns])
         rows = rows.sort_values("worker", kind="stable")  # seq order within each worker
         yield bundles(pa.Table.from_pandas(rows[[name for name, _ in columns]], schema=schema, preserve_index=False),
@@ -201,7 +213,7 @@ class SkewbenchDataSource(DataSource):
 
     def schema(self) -> str:
         o = Options(self.options)
-        columns_of(o.workload, o.messages, o.seed, o.payload)  # checks the payload columns
+        columns_of(stream_of(o.workload, min(o.messages, 1000), o.seed), o.payload)  # checks the payload columns
         return BUNDLE_SCHEMA
 
     def streamReader(self, schema) -> SkewbenchStreamReader:

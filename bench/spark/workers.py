@@ -4,10 +4,12 @@ Spark runs it as ``groupBy("wg").applyInPandasWithState(...)`` with the preimage
 worker (:func:`~skewbench.bench.spark.run.preimages`) over the sources' bundles (one per source,
 :mod:`~skewbench.bench.spark.source`).  Per micro-batch and worker: unpack the bundles, burn the injected
 delay for every row (store and probe copies alike, :func:`~skewbench.bench.spark.delay.burn`), then
-``app.process`` the rows in ``seq`` order, and emit one row: the metrics of that batch and worker, the
-app's outputs (pickled frame), the seqs it handled with their intended times (for latency), and the
-pickled state once, with the ``flush`` row that follows the last message (the driver needs the final
-states for ``app.combine``; shipping every batch's state would cost a copy of it per batch).
+``app.process`` the rows in ``seq`` order, and emit one row holding one pickled record: the metrics
+of that batch and worker, the app's outputs (a frame), the seqs it handled with their intended
+times (for latency), and the state once, with the ``flush`` row that follows the last message (the
+driver needs the final states for ``app.combine``; shipping every batch's state would cost a copy of
+it per batch).  One binary column: PySpark converts the returned frame to Arrow column by column
+through pandas, a cost per column and task.
 
 Latency of a message = the end of its worker's batch (when its outputs exist) − its intended arrival
 time; for a message copied to several workers, the latest of them.
@@ -24,9 +26,7 @@ import pandas as pd
 from skewbench.bench.spark.delay import burn
 from skewbench.bench.spark.source import unbundle
 
-SCHEMA = ("worker int, partition int, stored bigint, probed bigint, delay_intended double, "
-          "delay_actual double, process_seconds double, busy_seconds double, state_entries bigint, "
-          "t_start double, t_end double, outputs binary, seqs binary, t_intended binary, state binary")
+SCHEMA = "record binary"
 METRICS = ["worker", "partition", "stored", "probed", "delay_intended", "delay_actual", "process_seconds",
            "busy_seconds", "state_entries", "t_start", "t_end"]
 
@@ -46,8 +46,8 @@ def work_batch(app, state, rows: pd.DataFrame, delay: float, mode: str, worker: 
         "worker": worker, "partition": partition, "stored": stored, "probed": len(rows) - stored,
         "delay_intended": len(rows) * delay, "delay_actual": actual, "process_seconds": process_seconds,
         "busy_seconds": time.perf_counter() - began, "state_entries": int(app.state_entries(state)),
-        "t_start": t_start, "t_end": time.time(), "outputs": pickle.dumps(outputs),
-        "seqs": seqs.tobytes(), "t_intended": rows["t_intended"].to_numpy(dtype=np.float64)[first].tobytes(),
+        "t_start": t_start, "t_end": time.time(), "outputs": outputs,
+        "seqs": seqs, "t_intended": rows["t_intended"].to_numpy(dtype=np.float64)[first],
     }
     return state, record
 
@@ -65,7 +65,7 @@ def worker(app, delay: float, mode: str):
         held, record = work_batch(app, held, rows[~flush], delay, mode, worker, TaskContext.get().partitionId())
         if not flush.all():
             state.update((pickle.dumps(held),))
-        record["state"] = pickle.dumps(held) if flush.any() else None
-        yield pd.DataFrame([record])
+        record["state"] = held if flush.any() else None
+        yield pd.DataFrame({"record": [pickle.dumps(record)]})
 
     return work

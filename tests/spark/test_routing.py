@@ -35,3 +35,34 @@ def test_routes_equal_the_simulator_across_processes_and_replays(scheme):
     else:
         expected = simulate(stream, scheme, W, S, split="shuffle", seed=3).routes
     assert np.array_equal(routes, expected)
+
+
+SHARED_STREAM_CHECK = """
+import pickle, sys
+import numpy as np
+from pyspark import SparkFiles
+from skewbench.bench.spark.source import stream_of
+from skewbench.workloads import parse
+
+shared = parse("zipf:z=1.1,keys=300", messages=500, seed=9)  # not what (spec, 500, seed 1) generates
+with open(sys.argv[1] + "/stream-x.pickle", "wb") as file:
+    pickle.dump(shared, file)
+SparkFiles._root_directory, SparkFiles._is_running_on_worker = sys.argv[1], True  # as in an executor
+assert np.array_equal(stream_of("zipf:z=1.1,keys=300", 500, 1, "stream-x.pickle").ids, shared.ids)
+assert not np.array_equal(stream_of("zipf:z=1.1,keys=300", 500, 1).ids, shared.ids)
+print("ok")
+"""
+
+
+def test_the_source_reads_the_stream_the_driver_shared(tmp_path):
+    """With ``stream_file`` the source uses the driver's stream from SparkFiles, not a regenerated one
+    (in the cluster's interpreter, which has PySpark)."""
+    import subprocess
+
+    from skewbench.bench.spark.run import CLUSTER_PYTHON, ROOT
+
+    if not CLUSTER_PYTHON.exists():
+        pytest.skip("no cluster interpreter: make cluster-up (or the spark tests' fixture) installs it")
+    done = subprocess.run([str(CLUSTER_PYTHON), "-c", SHARED_STREAM_CHECK, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
