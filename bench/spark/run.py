@@ -31,11 +31,12 @@ import pickle
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
-import uuid
 import urllib.request
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -240,16 +241,25 @@ class Collector:
         self.last_batch = batch_id
 
 
-def share_stream(spark, stream, folder: Path) -> Path:
-    """The run's stream pickled into ``folder`` and added to the application's files, which every
-    executor fetches once (the source reads it from there, :func:`~skewbench.bench.spark.source.stream_of`).
-    The name is new for every run: Spark refuses a second file under a name it already serves."""
+_SHARED_FILES: tempfile.TemporaryDirectory | None = None  # removed when the driver process exits
+
+
+def share_stream(spark, stream) -> str:
+    """The run's stream pickled and added to the application's files, which every executor fetches
+    once (the source reads it from there, :func:`~skewbench.bench.spark.source.stream_of`); returns its name.
+
+    The file must outlive the run: an executor fetches every file the application added when it
+    first gets a task, also a finished run's.  So the files live in a folder of the driver process,
+    and every run's name is new (Spark refuses a second file under a name it already serves)."""
+    global _SHARED_FILES
+    if _SHARED_FILES is None:
+        _SHARED_FILES = tempfile.TemporaryDirectory(prefix="skewbench-streams-")
     stream.fps, stream.clock  # computed here once, not by every executor process (fps compiles a hash)
-    path = folder / f"stream-{uuid.uuid4().hex}.pickle"
+    path = Path(_SHARED_FILES.name) / f"stream-{uuid.uuid4().hex}.pickle"
     with open(path, "wb") as file:
         pickle.dump(stream, file, protocol=pickle.HIGHEST_PROTOCOL)
     spark.sparkContext.addFile(str(path))
-    return path
+    return path.name
 
 
 def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str):
@@ -456,8 +466,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     interrupted = DeferredInterrupt()
     try:
         started, wall_start = time.monotonic(), time.time()
-        shared = share_stream(spark, stream, folder)
-        query = start_query(spark, config, app, folder, collector, shared.name)
+        query = start_query(spark, config, app, folder, collector, share_stream(spark, stream))
         last = 0.0
         while collector.done < stream.messages or len(collector.states) < config.workers:
             if interrupted():
@@ -476,7 +485,6 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
         progress = final_progress(query, collector.last_batch)
         query.stop()
         query = None
-        shared.unlink()  # the executors keep their copies until the application ends
         metrics = pd.concat(collector.metrics, ignore_index=True)
         batches = batch_table(progress, metrics)
         batches.to_parquet(folder / "batches.parquet", index=False)
