@@ -54,15 +54,14 @@ print("ok")
 """
 
 
-def test_the_source_reads_the_stream_the_driver_shared(tmp_path):
+@pytest.mark.spark
+def test_the_source_reads_the_stream_the_driver_shared(spark_cluster, tmp_path):
     """With ``stream_file`` the source uses the driver's stream from SparkFiles, not a regenerated one
-    (in the cluster's interpreter, which has PySpark)."""
+    (in the cluster's interpreter, which has PySpark and which the cluster fixture installs)."""
     import subprocess
 
     from skewbench.bench.spark.run import CLUSTER_PYTHON, ROOT
 
-    if not CLUSTER_PYTHON.exists():
-        pytest.skip("no cluster interpreter: make cluster-up (or the spark tests' fixture) installs it")
     done = subprocess.run([str(CLUSTER_PYTHON), "-c", SHARED_STREAM_CHECK, str(tmp_path)], capture_output=True,
                           text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
