@@ -88,19 +88,6 @@ def holders(scheme: Scheme, fp: int) -> np.ndarray:
     return holder_pairs(scheme, np.array([fp], dtype=np.uint64).view(np.int64))[1]
 
 
-def check_stored_at_holders(scheme: Scheme, fps: np.ndarray, routes: np.ndarray) -> None:
-    """``ValueError`` unless every ``routes[i]`` is among the holders of key ``fps[i]``."""
-    if scheme.name in ANY_WORKER or scheme.workers == 1 or len(fps) == 0:
-        return  # every worker is a holder
-    rows, workers = holder_pairs(scheme, fps)
-    covered = np.zeros(len(fps), dtype=bool)
-    covered[rows[workers == routes[rows]]] = True
-    if not covered.all():
-        bad = int(np.flatnonzero(~covered)[0])
-        raise ValueError(f"scheme {scheme.name!r} routed key fp={int(fps.view(np.uint64)[bad])} to worker "
-                         f"{routes[bad]}, which is not among its holders: the app would miss state")
-
-
 def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFrame,
            store: np.ndarray, probe: np.ndarray, probe_store_worker: bool = False) -> pd.DataFrame:
     """The rows of one source batch with ``worker`` and ``role`` added.
@@ -112,13 +99,19 @@ def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFr
     """
     routes = np.asarray(routes, dtype=np.int64)
     store, probe = np.asarray(store, dtype=bool), np.asarray(probe, dtype=bool)
-    fps = np.ascontiguousarray(fps).view(np.uint64)
-    check_stored_at_holders(scheme, fps[store], routes[store])
     parts = [batch.iloc[np.flatnonzero(store)].assign(worker=routes[store].astype(np.int32), role="store")]
-    probing = np.flatnonzero(probe)  # holders only for the probes: for sg that is W pairs per message
-    rows, workers = holder_pairs(scheme, fps[probing])
-    rows = probing[rows]
-    keep = probe_store_worker | (workers != routes[rows])
+    everywhere = scheme.name in ANY_WORKER or scheme.workers == 1  # every worker holds every key
+    need = np.flatnonzero(probe if everywhere else probe | store)  # sg: no W pairs per stored message
+    rows, workers = holder_pairs(scheme, np.asarray(fps)[need])
+    rows = need[rows]
+    at_route = workers == routes[rows]
+    covered = np.zeros(len(batch), dtype=bool)
+    covered[rows[at_route]] = True
+    if not (everywhere or covered[store].all()):
+        bad = int(np.flatnonzero(store & ~covered)[0])
+        raise ValueError(f"scheme {scheme.name!r} routed key fp={int(np.asarray(fps).view(np.uint64)[bad])} to "
+                         f"worker {routes[bad]}, which is not among its holders: the app would miss state")
+    keep = probe[rows] & (probe_store_worker | ~at_route)
     rows, workers = rows[keep], workers[keep]
     parts.append(batch.iloc[rows].assign(worker=workers.astype(np.int32), role="probe"))
     return pd.concat(parts, ignore_index=True)
