@@ -8,7 +8,10 @@ MESSAGES ?= 2000000
 
 BENCH_WORKERS ?= 2
 BENCH_CORES   ?= 50
-ONLY          ?= storm,efficiency
+# Memory per worker node and executor heap: heaps of 512m spent seconds per task in GC at W >= 50.
+BENCH_MEMORY  ?= 5g
+BENCH_EXECUTOR_MEMORY ?= 4g
+ONLY          ?= storm,efficiency,aggregation
 
 .PHONY: setup test study speed bench clean
 
@@ -29,8 +32,9 @@ study: setup  ## the PKG paper's simulations (Table II, Fig. 2) plus every newer
 speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5, W=100)
 	$(VENV)/bin/skewbench speed
 
-bench: setup  ## the cluster experiments (PKG's Storm experiment on Spark, engine efficiency vs W) into $(OUT)
-	$(MAKE) cluster-up WORKERS=$(BENCH_WORKERS) CORES=$(BENCH_CORES)
+bench: setup  ## the cluster experiments (PKG's Storm experiments on Spark, engine efficiency vs W) into $(OUT)
+	$(MAKE) cluster-up WORKERS=$(BENCH_WORKERS) CORES=$(BENCH_CORES) MEMORY=$(BENCH_MEMORY) \
+	    EXECUTOR_MEMORY=$(BENCH_EXECUTOR_MEMORY)
 	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf .venv-cluster/bin/python -m skewbench.bench.cluster_bench \
 	    --out $(OUT) --only $(ONLY) $(if $(QUICK),--quick)
 

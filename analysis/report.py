@@ -7,6 +7,7 @@ appears only when its experiment was run.  ``python -m skewbench.analysis.report
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -227,6 +228,46 @@ def storm(folder: Path) -> list[str]:
     return lines
 
 
+def aggregation(folder: Path) -> list[str]:
+    """The paper's Fig. 5b on Spark (``make bench``): throughput against the counters held, for
+    every aggregation period T; kg (no partial counts) for reference."""
+    data = _load(folder, "aggregation")
+    if data is None:
+        return []
+    columns = ["throughput", "counters_mean", "output_rows", "batch_median_s"]
+    median = data.groupby(["scheme", "period"])[columns].median().reset_index()
+    median["T"] = [f"T={t}" if t else "kept" for t in median["period"]]
+    fig, ax = plt.subplots(figsize=(5, 3))
+    for scheme, part in median[median["scheme"] != "kg"].groupby("scheme"):
+        part = part.sort_values("counters_mean")
+        ax.plot(part["counters_mean"], part["throughput"], marker="o", label=scheme)
+        for _, r in part.iterrows():
+            ax.annotate(r["T"], (r["counters_mean"], r["throughput"]), xytext=(3, 3), textcoords="offset points",
+                        fontsize=7)
+    for kg in median.loc[median["scheme"] == "kg", "throughput"]:
+        ax.axhline(kg, ls="--", color="grey", label="kg")
+    ax.set(xscale="log", xlabel="counters held (mean over micro-batches)", ylabel="messages/s (median)")
+    ax.legend()
+    lines = ["## PKG Storm experiment 2 on Spark — aggregation period, word count at "
+             f"{data['delay_ms'].iloc[0]} ms, 9 workers", "", _figure(folder, "aggregation", fig), "",
+             _markdown(median.drop(columns="T").round(3)), "",
+             "T is the aggregation period in each worker's micro-batches (0: every counter kept for the whole "
+             "run, the counts of each batch sent as they happen); `output_rows` counts the partial counts sent "
+             "to the aggregator, `counters_mean` the counters all workers hold at the end of a batch, on average."]
+    comparison = folder / "aggregation_vs_paper.json"
+    if comparison.exists():
+        c = json.loads(comparison.read_text())
+        rows = [[t if t != "0" else "kept", v["seconds"] or "—", v["pkg_over_sg_throughput"], v["pkg_over_sg_counters"],
+                 v["pkg_over_kg_throughput"]] for t, v in c["periods"].items()]
+        lines += ["", f"Beside the paper (median of {c['runs_per_point']} runs): PKG's throughput at least SG's with "
+                  f"fewer counters at every period: {c['pkg_beats_sg_at_every_period']} (paper: "
+                  f"{c['paper']['pkg_beats_sg_at_every_period']}; PKG above KG once T exceeds "
+                  f"{c['paper']['pkg_beats_kg_above_period_s']} s).", "",
+                  _markdown(pd.DataFrame(rows, columns=["T", "T seconds (pkg)", "pkg / sg throughput",
+                                                        "pkg / sg counters", "pkg / kg throughput"]))]
+    return lines + [""]
+
+
 def efficiency(folder: Path) -> list[str]:
     """Engine efficiency (``make bench``): sg at 1 ms vs. the ideal W / delay, and the per-batch cost."""
     data = _load(folder, "efficiency")
@@ -237,6 +278,8 @@ def efficiency(folder: Path) -> list[str]:
                      "batch_median_s"]].merge(bare[["workers", "throughput"]].rename(
                          columns={"throughput": "no-delay throughput"}), on="workers", how="left")
     table["overhead s / worker"] = table["overhead_median_s"] / table["workers"]
+    table["python PSS GiB"] = [_peak_gib(folder, run, "python_worker", "peak_pss_mib") for run in delayed["run"]]
+    table["executors RSS GiB"] = [_peak_gib(folder, run, "executor", "peak_rss_mib") for run in delayed["run"]]
     long = pd.concat([delayed.assign(run="sg, 1 ms"), bare.assign(run="sg, no delay"),
                       delayed.assign(run="ideal W / delay", throughput=delayed["ideal"])])
     grid = sns.relplot(data=long, x="workers", y="throughput", hue="run", kind="line", marker="o", height=3,
@@ -248,7 +291,16 @@ def efficiency(folder: Path) -> list[str]:
             "It has a part per worker (one Spark task, one state-store version and one Python call per worker "
             "and batch) and a part per message (routing, Arrow, shuffle, state update), both paid on the "
             "machine's cores. The no-delay runs measure that capacity: where it is below the ideal W / delay, "
-            "no batch size can reach the ideal on this machine. " + efficiency_verdict(table), ""]
+            "no batch size can reach the ideal on this machine. Memory: peaks of the summed PSS of the Python "
+            "workers (a page shared by the forks of one daemon counted once) and of the executors' RSS. "
+            + efficiency_verdict(table), ""]
+
+
+def _peak_gib(folder: Path, run: str, role: str, key: str) -> float:
+    """A role's peak memory during a run (GiB), from the run's ``summary.json``; NaN where not recorded."""
+    path = folder / "runs" / run / "summary.json"
+    resources = json.loads(path.read_text()).get("resources", {}) if path.exists() else {}
+    return resources.get(role, {}).get(key, math.nan) / 1024
 
 
 def efficiency_verdict(table: pd.DataFrame) -> str:
@@ -277,7 +329,7 @@ def provenance(folder: Path) -> list[str]:
             "Every CSV has a `.meta.json` beside it with the exact configuration.", ""]
 
 
-SECTIONS = (table2, fig2, fig3, fig4, newer, dkg, adaptive, scale_out, storm, efficiency, provenance)
+SECTIONS = (table2, fig2, fig3, fig4, newer, dkg, adaptive, scale_out, storm, aggregation, efficiency, provenance)
 
 
 def write_report(folder: Path) -> Path:

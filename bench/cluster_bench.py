@@ -11,10 +11,15 @@
   micro-batch (batch duration − the busiest worker's busy time) as W grows; each W also runs with
   no delay, which measures what the engine alone sustains for the same batches.
 
+* ``aggregation`` — the paper's second Storm experiment (Fig. 5b): word count at 0.4 ms (KG's
+  saturation point), pkg and sg sending their partial counts every T = 1, 2, 4 micro-batches and
+  dropping them (and T = 0: every counter kept), kg for reference: throughput against the counters
+  held on average.  Compared with the paper: PKG above SG in throughput with fewer counters at every T.
+
 A short warm-up run comes first.  Every run is a ``skewbench run`` (:func:`skewbench.bench.spark.run.run`)
 in one Spark application, kept in ``OUT/runs/<name>``; the tables go to ``OUT/<experiment>.csv`` with
-provenance, the comparison (medians over :data:`REPEATS` seeds) to ``OUT/storm_vs_paper.json``.
-``python -m skewbench.bench.cluster_bench --out DIR [--only storm,efficiency] [--quick]``.
+provenance, the comparisons (medians over :data:`REPEATS` seeds) to ``OUT/<experiment>_vs_paper.json``.
+``python -m skewbench.bench.cluster_bench --out DIR [--only storm,efficiency,aggregation] [--quick]``.
 """
 
 from __future__ import annotations
@@ -34,7 +39,10 @@ STORM_DELAYS_MS = [0.1, 0.4, 1.0]  # 0.4 ms: where the paper's KG saturates
 REPEATS = 3  # storm runs per (scheme, delay), seeds 0..2, interleaved; the comparison takes medians
 STORM_WORKERS = 9
 EFFICIENCY_WORKERS = [10, 20, 50, 100]
+AGGREGATION_DELAY_MS = 0.4
+AGGREGATION_PERIODS = [0, 1, 2, 4]  # micro-batches; 0: no flush
 BATCHES = 5  # micro-batches per run; the first is warm-up
+EXPERIMENTS = ("storm", "efficiency", "aggregation")
 
 
 def storm_configs(out: Path, quick: bool) -> list[Config]:
@@ -48,13 +56,25 @@ def storm_configs(out: Path, quick: bool) -> list[Config]:
 
 def efficiency_configs(out: Path, quick: bool, slots: int) -> list[Config]:
     """sg at 1 ms per message, and with no delay: the engine's own capacity for the same batches."""
-    # 20 s of work per worker and batch at 1 ms: the engine's cost per batch grows with W (one Spark
-    # task and Python call per worker, ~0.1 s each at W = 100 on 2 cores), and the work must outweigh it.
-    per_worker = 2000 if quick else 20_000
+    # 30 s of work per worker and batch at 1 ms: the engine's cost per batch grows with W (one Spark
+    # task and Python call per worker, ~0.1 s each on 2 cores: 9.4 s at W = 100), and the work must
+    # outweigh it (20 s gave 65 % at W = 100).
+    per_worker = 3000 if quick else 30_000
     return [Config(app="wordcount", scheme="sg", workers=w, sources=1, delay_ms=delay, workload="wp",
                    messages=w * per_worker * BATCHES, batch_rows=w * per_worker,
                    out=str(out / f"efficiency-W{w}-delay{delay}"))
             for w in EFFICIENCY_WORKERS if w <= slots for delay in (1.0, 0.0)]
+
+
+def aggregation_configs(out: Path, quick: bool) -> list[Config]:
+    """pkg and sg at every aggregation period, kg (T = 0) for reference; nine micro-batches, the first
+    warm-up, so T = 4 still sends twice in the measured ones."""
+    rows = STORM_WORKERS * (500 if quick else 5_000)
+    runs = [("kg", 0)] + [(scheme, period) for period in AGGREGATION_PERIODS for scheme in ("pkg", "sg")]
+    return [Config(app="wordcount", scheme=scheme, workers=STORM_WORKERS, sources=1, delay_ms=AGGREGATION_DELAY_MS,
+                   workload="wp", messages=rows * 9, batch_rows=rows, seed=seed, period=period,
+                   out=str(out / f"aggregation-{scheme}-T{period}-s{seed}"))
+            for seed in range(1 if quick else REPEATS) for scheme, period in runs]
 
 
 def warmup_config(out: Path) -> Config:
@@ -73,7 +93,8 @@ def row(config: Config, summary: dict) -> dict:
             "latency_p50": summary["latency_seconds"]["p50"], "latency_p99": summary["latency_seconds"]["p99"],
             "overhead_median_s": summary["overhead_seconds"]["median"],
             "batch_median_s": summary["batch_seconds_median"], "max_over_mean": summary["imbalance_max_over_mean"],
-            "counters": summary["counters"], "delay_mode": summary["delay_mode"],
+            "counters": summary["counters"], "counters_mean": summary["counters_mean"], "period": config.period,
+            "output_rows": summary["output_rows"], "delay_mode": summary["delay_mode"],
             "delay_error": summary["delay"]["error"], "run": Path(config.out).name}
 
 
@@ -109,19 +130,48 @@ def compare_storm(table: pd.DataFrame) -> dict:
     }
 
 
+def compare_aggregation(table: pd.DataFrame) -> dict:
+    """PKG against SG (and KG) per aggregation period, medians over seeds, beside the paper's claims
+    (Sec. V Q4: PKG's throughput above SG's with less memory at every period; above KG's once the
+    period exceeds 30 s)."""
+    from skewbench.analysis.published import published
+
+    paper = published()["pkg"]["storm_deployment"]
+    at = table.groupby(["scheme", "period"])[["throughput", "counters_mean", "batch_median_s"]].median()
+    kg = at.loc[("kg", 0), "throughput"]
+    periods = sorted(table.loc[table["scheme"] == "pkg", "period"].unique())
+    per_period = {str(t): {"seconds": round(float(t * at.loc[("pkg", t), "batch_median_s"]), 1) if t else None,
+                           "pkg_over_sg_throughput": round(float(at.loc[("pkg", t), "throughput"] /
+                                                                  at.loc[("sg", t), "throughput"]), 3),
+                           "pkg_over_sg_counters": round(float(at.loc[("pkg", t), "counters_mean"] /
+                                                                at.loc[("sg", t), "counters_mean"]), 3),
+                           "pkg_over_kg_throughput": round(float(at.loc[("pkg", t), "throughput"] / kg), 3)}
+                  for t in periods}
+    return {"delay_ms": float(table["delay_ms"].iloc[0]),
+            "runs_per_point": int(table.groupby(["scheme", "period"]).size().min()), "periods": per_period,
+            "pkg_beats_sg_at_every_period": all(v["pkg_over_sg_throughput"] >= 1 and v["pkg_over_sg_counters"] < 1
+                                                for v in per_period.values()),
+            "paper": {"pkg_beats_sg_at_every_period": True,
+                      "pkg_beats_kg_above_period_s": paper["aggregation_period_where_pkg_beats_kg_s"]},
+            "all_correct": bool(table["correct"].all())}
+
+
+COMPARISONS = {"storm": compare_storm, "aggregation": compare_aggregation}  # → OUT/<experiment>_vs_paper.json
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="results folder (must not exist yet)")
-    parser.add_argument("--only", default="storm,efficiency", help="experiments: storm, efficiency")
+    parser.add_argument("--only", default=",".join(EXPERIMENTS), help="experiments: " + ", ".join(EXPERIMENTS))
     parser.add_argument("--quick", action="store_true", help="a tenth of the work per batch (a smoke run)")
     args = parser.parse_args(argv)
     from skewbench.bench.provenance import write_metadata
 
     only = [e for e in args.only.split(",") if e]
-    unknown = sorted(set(only) - {"storm", "efficiency"})
+    unknown = sorted(set(only) - set(EXPERIMENTS))
     try:
         if unknown:
-            raise RunError(f"unknown experiment(s) {', '.join(unknown)}; use storm, efficiency")
+            raise RunError(f"unknown experiment(s) {', '.join(unknown)}; use {', '.join(EXPERIMENTS)}")
         if args.out.exists():
             raise RunError(f"--out {args.out} exists; results are never overwritten: pick another folder")
         probe = Config(app="wordcount", scheme="kg", workers=1, sources=1, delay_ms=0)
@@ -132,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs = args.out / "runs"
     plan = {"storm": storm_configs(runs, args.quick) if "storm" in only else [],
-            "efficiency": efficiency_configs(runs, args.quick, slots) if "efficiency" in only else []}
+            "efficiency": efficiency_configs(runs, args.quick, slots) if "efficiency" in only else [],
+            "aggregation": aggregation_configs(runs, args.quick) if "aggregation" in only else []}
     runs.mkdir(parents=True)
     spark = session(url, "skewbench-bench")
     try:
@@ -152,9 +203,9 @@ def main(argv: list[str] | None = None) -> int:
                 write_metadata(args.out / f"{experiment}.csv", {"experiment": experiment, "master": url,
                                                                 "slots": slots, "quick": args.quick})
                 print(table.drop(columns=["run"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-                if experiment == "storm":
-                    comparison = compare_storm(table)
-                    (args.out / "storm_vs_paper.json").write_text(json.dumps(comparison, indent=2) + "\n")
+                if experiment in COMPARISONS:
+                    comparison = COMPARISONS[experiment](table)
+                    (args.out / f"{experiment}_vs_paper.json").write_text(json.dumps(comparison, indent=2) + "\n")
                     print(json.dumps(comparison, indent=2))
     finally:
         spark.stop()

@@ -34,6 +34,24 @@ def test_storm_comparison_says_when_the_shape_differs():
     assert not c["kg_drops_most"] and not c["pkg_counters_between_kg_and_sg"]
 
 
+def aggregation_table(pkg_factor: float = 1.1) -> pd.DataFrame:
+    """Two seeds per point; pkg holds half of sg's counters and runs ``pkg_factor`` times as fast."""
+    rows = [("kg", 0, 900.0, 100.0)] + [(s, t, 1000.0 * (pkg_factor if s == "pkg" else 1), (50 + 10 * t) * (1 if s == "pkg" else 2))
+                                        for t in (0, 1, 2, 4) for s in ("pkg", "sg")]
+    return pd.DataFrame([{"scheme": s, "period": t, "seed": seed, "delay_ms": 0.4, "throughput": x, "counters_mean": c,
+                          "output_rows": 10 * c, "batch_median_s": 5.0, "correct": True}
+                         for s, t, x, c in rows for seed in (0, 1)])
+
+
+def test_aggregation_comparison_per_period():
+    c = cb.compare_aggregation(aggregation_table())
+    assert list(c["periods"]) == ["0", "1", "2", "4"] and c["runs_per_point"] == 2
+    assert c["periods"]["2"] == {"seconds": 10.0, "pkg_over_sg_throughput": 1.1, "pkg_over_sg_counters": 0.5,
+                                 "pkg_over_kg_throughput": round(1100 / 900, 3)}
+    assert c["pkg_beats_sg_at_every_period"] and c["paper"]["pkg_beats_kg_above_period_s"] == 30
+    assert not cb.compare_aggregation(aggregation_table(pkg_factor=0.9))["pkg_beats_sg_at_every_period"]
+
+
 def test_plan_fits_the_cluster():
     storm = cb.storm_configs(Path("/x"), quick=False)
     assert len(storm) == len(cb.STORM_SCHEMES) * len(cb.STORM_DELAYS_MS) * cb.REPEATS
@@ -43,6 +61,10 @@ def test_plan_fits_the_cluster():
     assert [(c.workers, c.delay_ms) for c in cb.efficiency_configs(Path("/x"), quick=True, slots=60)] == [
         (10, 1.0), (10, 0.0), (20, 1.0), (20, 0.0), (50, 1.0), (50, 0.0)]
     assert len({c.out for c in storm}) == len(storm)
+    aggregation = cb.aggregation_configs(Path("/x"), quick=False)
+    assert len(aggregation) == (1 + 2 * len(cb.AGGREGATION_PERIODS)) * cb.REPEATS
+    assert {(c.scheme, c.period) for c in aggregation if c.scheme == "kg"} == {("kg", 0)}
+    assert {c.delay_ms for c in aggregation} == {0.4} and len({c.out for c in aggregation}) == len(aggregation)
 
 
 def test_bad_input_exits_2_before_touching_the_cluster(tmp_path, capsys):
@@ -61,17 +83,23 @@ def test_report_draws_the_bench_tables(tmp_path):
     table.to_csv(tmp_path / "storm.csv", index=False)
     (tmp_path / "storm_vs_paper.json").write_text(__import__("json").dumps(cb.compare_storm(table)))
     pd.DataFrame([{"workers": w, "delay_ms": d, "batch_rows": 10_000 * w, "throughput": t, "ideal": w * 1000.0,
-                   "efficiency": t / (w * 1000.0), "overhead_median_s": 2.0 * w / 10, "batch_median_s": 12.0}
+                   "efficiency": t / (w * 1000.0), "overhead_median_s": 2.0 * w / 10, "batch_median_s": 12.0,
+                   "run": f"efficiency-W{w}-delay{d}"}
                   for w, d, t in [(10, 1.0, 8000), (10, 0.0, 40000), (20, 1.0, 14000), (20, 0.0, 30000)]]
                  ).to_csv(tmp_path / "efficiency.csv", index=False)
+    aggregation = aggregation_table()
+    aggregation.to_csv(tmp_path / "aggregation.csv", index=False)
+    (tmp_path / "aggregation_vs_paper.json").write_text(__import__("json").dumps(cb.compare_aggregation(aggregation)))
     report = write_report(tmp_path).read_text()
     assert "## PKG Storm experiment on Spark" in report and "## Engine efficiency" in report
+    assert "## PKG Storm experiment 2 on Spark — aggregation period" in report
+    assert "| 2 | 10 | 1.1 | 0.5 | 1.22 |" in report  # T, seconds, pkg/sg throughput and counters, pkg/kg
     assert "| 1 | 400 | 630 | 600 | 0.635 |" in report  # median throughput per delay, kg / pkg
     assert "| kg | 60 | 60 | 10 | 2,900,000 |" in report
     assert "KG / PKG at 1.0 ms: 0.635 (paper 0.625)" in report
     assert "Efficiency ≥ 70 %: at W = 10, 20." in report
     assert "sustains without delay: W = 20 (capacity 30,000 ≥ 20,000 messages/s); efficiency there 70 %." in report
-    for png in ("storm_throughput.png", "efficiency.png"):
+    for png in ("storm_throughput.png", "efficiency.png", "aggregation.png"):
         assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report
 
 

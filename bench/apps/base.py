@@ -184,6 +184,11 @@ class App:
     def process(self, state, rows: pd.DataFrame) -> tuple[object, pd.DataFrame]:
         raise NotImplementedError
 
+    def finish(self, state) -> tuple[object, pd.DataFrame | None]:
+        """After the worker's last message: what it still holds that the aggregator must receive
+        (outputs, or None), and the state left.  Apps that send as they go need nothing here."""
+        return state, None
+
     def state_entries(self, state) -> int:
         raise NotImplementedError
 

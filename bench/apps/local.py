@@ -102,6 +102,9 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
             state = pickle.loads(pickle.dumps(states[w])) if pickle_states else states[w]
             states[w], out = app.process(state, mine)
             outputs.append(out)
-    outputs = pd.concat(outputs, ignore_index=True)
+    for w in range(workers):
+        states[w], out = app.finish(states[w])
+        outputs.append(out)
+    outputs = pd.concat([o for o in outputs if o is not None], ignore_index=True)
     return LocalRun(answer=app.combine(outputs, states), outputs=outputs, states=states, stores=stores,
                     probes=probes, counters=int(sum(app.state_entries(s) for s in states)))

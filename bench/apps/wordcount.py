@@ -1,11 +1,20 @@
-"""Word count (the PKG paper's Storm benchmark): running counts per key, merged by an aggregator.
+"""Word count (the PKG paper's Storm benchmark): counts per key, partial counts merged by an aggregator.
 
-Each worker keeps the running counts of the keys routed to it.  Under key-splitting schemes (pkg,
-sg, ...) one key is counted on several workers, so a worker's outputs are *partial-count deltas*:
-after every micro-batch it emits ``(key, count in this batch)`` for each key it saw, and the
-aggregator sums the deltas per key.  The aggregation period T is therefore one micro-batch; the
-top-k words (k = 10) at every batch boundary (:meth:`WordCount.periodic`) are :func:`top_k` of the
-deltas summed so far.
+Each worker counts the keys routed to it.  Under key-splitting schemes (pkg, sg, ...) one key is
+counted on several workers, so a worker sends the aggregator *partial counts*, which it sums per
+key.  How often is the aggregation period T (``period``, in the worker's micro-batches):
+
+* ``period=0`` (default; the paper's first experiment, no aggregation): the worker keeps every
+  counter for the whole run and sends the counts of each micro-batch as they happen;
+* ``period=T`` (the paper's second experiment, Fig. 5b): the worker sends its counters every T of
+  its micro-batches and drops them, so it holds fewer counters and sends more aggregation messages
+  the shorter T is.
+
+The top-k words (k = 10) after every micro-batch (:meth:`WordCount.periodic`) are :func:`top_k` of
+what the aggregator has received so far.  With T > 0 a worker's counters carry the words, which it
+sends later (with T = 0 they go out with each batch's counts, and keeping them would only cost
+pickling: 9 ms per batch for 33k counters); :meth:`WordCount.state_entries` counts the counters it
+held at the end of its last micro-batch, before sending.
 """
 
 from __future__ import annotations
@@ -17,6 +26,24 @@ from skewbench.bench.apps.base import App, add_counts, copies, register_app, str
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "key", "fp", "count"]
+
+
+def _merge(state: dict, fps: np.ndarray, keys: np.ndarray, counts: np.ndarray) -> dict:
+    """The worker's counters (sorted by fingerprint) plus one batch's; words too if it keeps them."""
+    all_fps, merged = add_counts(state["fps"], state["counts"], fps, counts)
+    if "keys" not in state:
+        return {"fps": all_fps, "counts": merged}
+    labels = np.empty(len(all_fps), dtype=object)
+    labels[np.searchsorted(all_fps, state["fps"])] = state["keys"]
+    labels[np.searchsorted(all_fps, fps)] = keys
+    return {"fps": all_fps, "keys": labels, "counts": merged}
+
+
+def _output(state: dict, fps: np.ndarray, keys: np.ndarray, counts: np.ndarray) -> pd.DataFrame:
+    """Counts the worker sends the aggregator, stamped with the last message it had processed."""
+    return pd.DataFrame({"seq": np.full(len(fps), state["last_seq"], dtype=np.int64),
+                         "worker": np.full(len(fps), state["worker"], dtype=np.int32), "key": keys, "fp": fps,
+                         "count": counts.astype(np.int64)}, columns=OUTPUT_COLUMNS)
 
 
 def top_k(counts: pd.Series, k: int = 10) -> pd.Series:
@@ -42,29 +69,42 @@ class WordCount(App):
     default_workload = "wp"
     payload_columns = ()
 
-    def __init__(self, k: int = 10):
+    def __init__(self, k: int = 10, period: int = 0):
+        if int(period) < 0:
+            raise ValueError(f"the aggregation period must be >= 0 micro-batches, got {period}")
         self.k = int(k)
+        self.period = int(period)
 
     def fan_out(self, scheme, fps, routes, batch):
         everything = np.ones(len(batch), dtype=bool)
         return copies(scheme, fps, routes, batch, store=everything, probe=~everything)
 
     def new_state(self, worker: int) -> dict:
-        return {"fps": np.empty(0, dtype=np.int64), "counts": np.empty(0, dtype=np.int64)}
+        state = {"worker": worker, "fps": np.empty(0, dtype=np.int64), "counts": np.empty(0, dtype=np.int64),
+                 "batches": 0, "held": 0, "last_seq": -1}
+        return state | ({"keys": np.empty(0, dtype=object)} if self.period else {})
 
     def process(self, state, rows):
-        fps = rows["fp"].to_numpy(dtype=np.int64)
-        uniq, first, inverse, counts = np.unique(fps, return_index=True, return_inverse=True, return_counts=True)
-        last_seq = np.full(len(uniq), -1, dtype=np.int64)
-        np.maximum.at(last_seq, inverse, rows["seq"].to_numpy(dtype=np.int64))
-        out = pd.DataFrame({"seq": last_seq, "worker": rows["worker"].to_numpy(dtype=np.int32)[first],
-                            "key": rows["key"].to_numpy()[first], "fp": uniq, "count": counts.astype(np.int64)},
-                           columns=OUTPUT_COLUMNS)
-        keys, totals = add_counts(state["fps"], state["counts"], uniq, counts)
-        return {"fps": keys, "counts": totals}, out
+        fps, first, counts = np.unique(rows["fp"].to_numpy(dtype=np.int64), return_index=True, return_counts=True)
+        keys = rows["key"].to_numpy()[first]
+        state = {**state, **_merge(state, fps, keys, counts), "batches": state["batches"] + 1,
+                 "last_seq": int(rows["seq"].max())}
+        state["held"] = len(state["fps"])
+        if self.period == 0:
+            return state, _output(state, fps, keys, counts)
+        if state["batches"] % self.period == 0:
+            return self.finish(state)
+        return state, _output(state, fps[:0], keys[:0], counts[:0])
+
+    def finish(self, state):
+        """The counters not yet sent go to the aggregator (with ``period=0`` they all went already)."""
+        if self.period == 0:
+            return state, None
+        sent = _output(state, state["fps"], state["keys"], state["counts"])
+        return {**state, "fps": state["fps"][:0], "keys": state["keys"][:0], "counts": state["counts"][:0]}, sent
 
     def state_entries(self, state) -> int:
-        return len(state["fps"])
+        return state["held"]
 
     def combine(self, outputs, states) -> pd.Series:
         counts = outputs.groupby("key", sort=True)["count"].sum().astype(np.int64)

@@ -57,19 +57,22 @@ def resource_samples(cluster_dir: Path, start: float, end: float) -> pd.DataFram
     """The agent's rows with ``start <= time <= end`` from every ``NODE/metrics/resources.csv``."""
     parts = [pd.read_csv(f) for f in sorted(Path(cluster_dir).glob("*/metrics/resources.csv"))]
     samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["time", "node", "pid", "role", "cpu_percent", "rss_bytes"])
+        columns=["time", "node", "pid", "role", "cpu_percent", "rss_bytes", "pss_bytes"])
     return samples[(samples["time"] >= start) & (samples["time"] <= end)].reset_index(drop=True)
 
 
 def resource_summary(samples: pd.DataFrame) -> dict:
-    """Per role: peak of the summed RSS over the cluster (MiB), mean and peak summed CPU (% of a core)."""
+    """Per role: peaks of the summed RSS and PSS over the cluster (MiB; PSS counts a page shared by
+    forked Python workers once), mean and peak summed CPU (% of a core)."""
     if samples.empty:
         return {}
     second = samples.assign(second=samples["time"].round())
-    per_second = second.groupby(["role", "second"]).agg(rss=("rss_bytes", "sum"), cpu=("cpu_percent", "sum"))
+    per_second = second.groupby(["role", "second"]).agg(rss=("rss_bytes", "sum"), pss=("pss_bytes", "sum"),
+                                                        cpu=("cpu_percent", "sum"))
     summary = {}
     for role, group in per_second.groupby(level="role"):
         summary[role] = {"peak_rss_mib": round(float(group["rss"].max()) / 2**20, 1),
+                         "peak_pss_mib": round(float(group["pss"].max()) / 2**20, 1),
                          "mean_cpu_pct": round(float(group["cpu"].mean()), 1),
                          "peak_cpu_pct": round(float(group["cpu"].max()), 1),
                          "processes": int(samples.loc[samples["role"] == role, "pid"].nunique())}

@@ -69,6 +69,7 @@ class Config:
     seed: int = 0
     split: str = "shuffle"
     delay_mode: str | None = None  # default: default_mode(W, cores)
+    period: int = 0  # word count's aggregation period T in micro-batches (0: counters kept, no flush)
     out: str = ""
 
 
@@ -138,9 +139,11 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     from skewbench.workloads import parse
 
     try:
-        app = make_app(config.app)
+        app = make_app(config.app, **({"period": config.period} if config.period else {}))
     except ValueError as exc:
         raise RunError(str(exc)) from None
+    except TypeError:  # the app takes no such parameter
+        raise RunError(f"--aggregation-period applies to wordcount, not {config.app}") from None
     out = Path(config.out)
     if out.exists():
         raise RunError(f"--out {out} exists; results are never overwritten: pick another folder")
@@ -334,6 +337,13 @@ def after_warmup(batches: pd.DataFrame, latency: pd.DataFrame) -> tuple[pd.DataF
     return warm, len(warm) / span if span > 0 else float("nan")
 
 
+def mean_counters(metrics: pd.DataFrame) -> float:
+    """Counters held by all workers at the end of a micro-batch, averaged over the batches (a worker
+    without messages in a batch still holds what it held before)."""
+    held = metrics.pivot_table(index="batch", columns="worker", values="state_entries", aggfunc="last")
+    return float(held.ffill().fillna(0).sum(axis=1).mean())
+
+
 def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
               delay_mode: str) -> dict:
     metrics = pd.concat(collector.metrics, ignore_index=True)
@@ -371,6 +381,8 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
         "imbalance_max_minus_mean": float(stored.max() - mean),
         "imbalance_max_over_mean": float(stored.max() / mean) if mean > 0 else None,
         "counters": int(sum(app.state_entries(s) for s in states)),
+        "counters_mean": mean_counters(metrics),
+        "output_rows": int(len(outputs)),
         "overhead_seconds": {"median": float(batches["overhead"].median()) if len(batches) else None,
                              "mean": float(batches["overhead"].mean()) if len(batches) else None},
         "batch_seconds_median": float(batches["duration"].median()) if len(batches) else None,
@@ -410,6 +422,8 @@ def session(url: str, name: str):
     # executors `python3` from their PATH, which lacks the project: name the interpreter explicitly.
     os.environ.setdefault("PYSPARK_PYTHON", spark_default("spark.pyspark.python") or sys.executable)
     spark = (SparkSession.builder.master(url).appName(name)
+             .config("spark.python.daemon.module",
+                     spark_default("spark.python.daemon.module") or "skewbench.bench.spark.daemon")
              .config("spark.sql.streaming.numRecentProgressUpdates", 100_000)
              .config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())

@@ -63,9 +63,13 @@ def worker(app, delay: float, mode: str):
         flush = (rows["role"] == "flush").to_numpy()
         held = pickle.loads(state.get[0]) if state.exists else app.new_state(worker)
         held, record = work_batch(app, held, rows[~flush], delay, mode, worker, TaskContext.get().partitionId())
-        if not flush.all():
-            state.update((pickle.dumps(held),))
-        record["state"] = held if flush.any() else None
+        record["state"] = None
+        if flush.any():  # the worker's last batch: what it still holds goes to the aggregator, the state to the driver
+            held, final = app.finish(held)
+            sent = [o for o in (record["outputs"], final) if o is not None]
+            record["outputs"] = pd.concat(sent, ignore_index=True) if sent else None
+            record["state"] = held
+        state.update((pickle.dumps(held),))
         yield pd.DataFrame({"record": [pickle.dumps(record)]})
 
     return work

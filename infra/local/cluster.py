@@ -37,7 +37,7 @@ NODE_VENV = ROOT / ".venv-cluster"  # every local node's Python: the project, Py
 MASTER_PORTS = (7077, 8080)  # must match ansible/group_vars/all.yml
 WORKER_PORTS = (7078, 8081)
 UI_PORT = {"master": 8080, "worker": 8081}
-SPARK_MARKERS = ("org.apache.spark.", "pyspark", "skewbench_metrics")
+SPARK_MARKERS = ("org.apache.spark.", "pyspark", "skewbench.bench.spark.daemon", "skewbench_metrics")
 
 
 class ClusterError(Exception):

@@ -222,3 +222,21 @@ def test_word_count_reports_the_top_k_after_every_batch():
     assert final.equals(app.top(reference("wordcount")).rename("count"))
     hottest = top[top["rank"] == 1]["count"].to_numpy()
     assert (np.diff(hottest) >= 0).all() and hottest[0] < hottest[-1]  # running counts grow
+
+
+@pytest.mark.parametrize("scheme", ["kg", "pkg", "sg"])
+@pytest.mark.parametrize("period", [1, 3])
+def test_word_count_aggregation_period(scheme, period):
+    """Partial counts sent every ``period`` micro-batches and dropped (the rest after the last message):
+    the reference's answer, sent only at a period's end, and fewer counters held than when kept."""
+    app = make_app("wordcount", period=period)
+    result = run_in_process(app, stream_for("wordcount"), scheme, workers=W, sources=S, batch=BATCH)
+    assert app.same(result.answer, reference("wordcount"))
+    batches = -(-N // BATCH)
+    sent_in = set(result.outputs["seq"] // BATCH)
+    assert sent_in <= {b for b in range(batches) if (b + 1) % period == 0} | {batches - 1}
+    kept = run("wordcount", scheme)[1]
+    assert result.counters < kept.counters
+    assert len(result.outputs) >= len(kept.outputs) if period == 1 else len(result.outputs) < len(kept.outputs)
+    with pytest.raises(ValueError, match=">= 0"):
+        make_app("wordcount", period=-1)

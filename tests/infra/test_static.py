@@ -225,12 +225,24 @@ def test_every_template_renders(tmp_path, make_inventory):
             assert syntax.returncode == 0, syntax.stderr
 
 
+def test_metrics_agent_moves_an_older_layout_aside(tmp_path):
+    agent = load_module(ROOT / "ansible" / "roles" / "metrics" / "files" / "skewbench_metrics.py", "agent")
+    out = tmp_path / "resources.csv"
+    out.write_text(",".join(agent.COLUMNS) + "\n1,n,2,worker,0.5,100,90\n")
+    agent.retire_other_layout(out)
+    assert out.exists()  # the current layout: appended to
+    out.write_text("time,node,pid,role,cpu_percent,rss_bytes\n1,n,2,worker,0.5,100\n")
+    agent.retire_other_layout(out)
+    assert not out.exists() and len(list(tmp_path.glob("resources-*.csv.old"))) == 1
+
+
 def test_metrics_agent_names_roles_and_samples_its_own_namespace(tmp_path):
     agent = load_module(ROOT / "ansible" / "roles" / "metrics" / "files" / "skewbench_metrics.py", "agent")
     java = ["/usr/bin/java", "-cp", "x"]
     assert agent.role_of(java + ["org.apache.spark.deploy.worker.Worker", "spark://m:7077"]) == "worker"
     assert agent.role_of(java + ["org.apache.spark.executor.CoarseGrainedExecutorBackend"]) == "executor"
     assert agent.role_of(["python3", "-m", "pyspark.daemon"]) == "python_worker"
+    assert agent.role_of(["python3", "-m", "skewbench.bench.spark.daemon"]) == "python_worker"
     assert agent.role_of(["python3", "-m", "pytest"]) is None
     # A stand-in "Python worker" below tmp_path is found in scope dir and not when it runs elsewhere.
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "pyspark.daemon"], cwd=tmp_path)
@@ -238,7 +250,7 @@ def test_metrics_agent_names_roles_and_samples_its_own_namespace(tmp_path):
         netns = os.stat("/proc/self/ns/net").st_ino
         rows = agent.sample({}, "n1", "dir", str(tmp_path), netns)
         assert [(r[1], r[2], r[3]) for r in rows] == [("n1", child.pid, "python_worker")]
-        assert rows[0][5] > 1_000_000  # RSS in bytes
+        assert rows[0][5] >= rows[0][6] > 1_000_000  # RSS >= PSS, in bytes
         assert agent.sample({}, "n1", "dir", str(tmp_path / "other"), netns) == []
         assert child.pid in [r[2] for r in agent.sample({}, "n1", "netns", "/", netns)]
     finally:

@@ -146,6 +146,22 @@ def test_cli_run_with_a_fitted_table(spark_cluster, tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_aggregation_period_gives_the_answer_with_fewer_counters(spark_cluster, runs, tmp_path):
+    """--aggregation-period 2: partial counts every other micro-batch, the rest after the last message;
+    the same answer and top-k, and fewer counters held on average than pkg keeping all of them."""
+    out = tmp_path / "run"
+    c = config("pkg", "shuffle", out) | {"batch_rows": MESSAGES // 6, "aggregation_period": 2}
+    args = [a for k, v in c.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    done = skewbench("run", *args, env={"SPARK_CONF_DIR": str(spark_cluster)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    check_run(out, "pkg", "shuffle")
+    flushed = json.loads((out / "summary.json").read_text())["counters_mean"]
+    kept = json.loads((runs[("wordcount", "pkg", "shuffle")] / "summary.json").read_text())["counters_mean"]
+    assert 0 < flushed < kept
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_open_loop_rate_paces_the_input(spark_cluster, tmp_path):
     """--rate 1500: 3000 messages take at least 2 s, intended times are seq / rate apart."""
     out = tmp_path / "run"
@@ -199,6 +215,15 @@ def test_unreachable_master_is_a_usage_error(tmp_path):
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("skewbench: error:") and ("unreachable" in last or "make cluster-up" in last), last
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
+
+
+@pytest.mark.parametrize("app,period,message", [("selfjoin", "2", "applies to wordcount, not selfjoin"),
+                                                ("wordcount", "-1", "must be >= 0")])
+def test_bad_aggregation_period_is_a_usage_error(tmp_path, app, period, message):
+    done = skewbench("run", "--app", app, "--scheme", "kg", "--workers", "2", "--aggregation-period", period,
+                     "--out", str(tmp_path / "x"))
+    assert done.returncode == 2 and message in done.stderr, done.stderr
     assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
 
 

@@ -1,10 +1,12 @@
-"""Sample CPU and RSS of a node's Spark JVMs and Python workers with psutil, one CSV row per process.
+"""Sample CPU and memory of a node's Spark JVMs and Python workers with psutil, one CSV row per process.
 
 Run by the ``metrics`` role on every node; ``ansible/collect.yml`` fetches the CSV with the logs.
 A process belongs to the node if it shares the agent's network namespace (``--scope netns``: one
 node per machine or namespace) or runs below the node's folder (``--scope dir``: nodes sharing a
-machine on loopback addresses). Columns: ``time,node,pid,role,cpu_percent,rss_bytes`` where
-``cpu_percent`` is of one core since the previous sample (so a busy 4-thread JVM shows up to 400).
+machine on loopback addresses). Columns: ``time,node,pid,role,cpu_percent,rss_bytes,pss_bytes`` where
+``cpu_percent`` is of one core since the previous sample (so a busy 4-thread JVM shows up to 400) and
+PSS divides each shared page among its sharers: Python workers forked from one daemon share most of
+their pages, so their RSS summed counts those many times over and their PSS summed does not.
 """
 import argparse
 import csv
@@ -21,8 +23,11 @@ ROLES = (
     ("CoarseGrainedExecutorBackend", "executor"),
     ("org.apache.spark.deploy.SparkSubmit", "driver"),
     ("pyspark.daemon", "python_worker"),
+    ("skewbench.bench.spark.daemon", "python_worker"),  # the pipeline's preloading daemon
     ("pyspark.worker", "python_worker"),
 )
+
+COLUMNS = ("time", "node", "pid", "role", "cpu_percent", "rss_bytes", "pss_bytes")
 
 
 def role_of(cmdline):
@@ -48,10 +53,20 @@ def sample(tracked, node, scope, node_dir, netns):
             if role is None or not belongs(proc, scope, node_dir, netns):
                 continue
             proc = tracked.setdefault(proc.pid, proc)  # the same object remembers the last CPU times
-            rows.append((f"{now:.3f}", node, proc.pid, role, proc.cpu_percent(), proc.memory_info().rss))
+            memory = proc.memory_full_info()
+            rows.append((f"{now:.3f}", node, proc.pid, role, proc.cpu_percent(), memory.rss, memory.pss))
         except (psutil.Error, OSError):  # exited or not ours to read: skip it this round
             continue
     return rows
+
+
+def retire_other_layout(out):
+    """Move aside a CSV an older agent wrote with other columns: appending would mix two layouts."""
+    if out.exists():
+        with out.open() as f:
+            header = f.readline().strip()
+        if header != ",".join(COLUMNS):
+            out.rename(out.with_name(f"resources-{int(time.time())}.csv.old"))
 
 
 def main():
@@ -64,11 +79,12 @@ def main():
     out = Path(args.dir, "metrics", "resources.csv")
     netns = os.stat("/proc/self/ns/net").st_ino
     tracked = {}
+    retire_other_layout(out)
     new = not out.exists()
     with out.open("a", newline="") as f:
         writer = csv.writer(f)
         if new:
-            writer.writerow(("time", "node", "pid", "role", "cpu_percent", "rss_bytes"))
+            writer.writerow(COLUMNS)
         while True:
             writer.writerows(sample(tracked, args.node, args.scope, str(Path(args.dir).resolve()), netns))
             f.flush()
