@@ -56,10 +56,10 @@ def storm_configs(out: Path, quick: bool) -> list[Config]:
 
 def efficiency_configs(out: Path, quick: bool, slots: int) -> list[Config]:
     """sg at 1 ms per message, and with no delay: the engine's own capacity for the same batches."""
-    # 30 s of work per worker and batch at 1 ms: the engine's cost per batch grows with W (one Spark
+    # 20 s of work per worker and batch at 1 ms: the engine's cost per batch grows with W (one Spark
     # task and Python call per worker, ~0.1 s each on 2 cores: 9.4 s at W = 100), and the work must
-    # outweigh it (20 s gave 65 % at W = 100).
-    per_worker = 3000 if quick else 30_000
+    # outweigh it.  30 s reached 70 % at W = 100, but its no-delay run (15M messages) ran 24 GB out of memory.
+    per_worker = 2000 if quick else 20_000
     return [Config(app="wordcount", scheme="sg", workers=w, sources=1, delay_ms=delay, workload="wp",
                    messages=w * per_worker * BATCHES, batch_rows=w * per_worker,
                    out=str(out / f"efficiency-W{w}-delay{delay}"))
