@@ -72,7 +72,7 @@ def aggregation_configs(out: Path, quick: bool) -> list[Config]:
     rows = STORM_WORKERS * (500 if quick else 5_000)
     runs = [("kg", 0)] + [(scheme, period) for period in AGGREGATION_PERIODS for scheme in ("pkg", "sg")]
     return [Config(app="wordcount", scheme=scheme, workers=STORM_WORKERS, sources=1, delay_ms=AGGREGATION_DELAY_MS,
-                   workload="wp", messages=rows * 9, batch_rows=rows, seed=seed, period=period,
+                   workload="wp", messages=rows * 9, batch_rows=rows, seed=seed, aggregation_period=period,
                    out=str(out / f"aggregation-{scheme}-T{period}-s{seed}"))
             for seed in range(1 if quick else REPEATS) for scheme, period in runs]
 
@@ -93,7 +93,8 @@ def row(config: Config, summary: dict) -> dict:
             "latency_p50": summary["latency_seconds"]["p50"], "latency_p99": summary["latency_seconds"]["p99"],
             "overhead_median_s": summary["overhead_seconds"]["median"],
             "batch_median_s": summary["batch_seconds_median"], "max_over_mean": summary["imbalance_max_over_mean"],
-            "counters": summary["counters"], "counters_mean": summary["counters_mean"], "period": config.period,
+            "counters": summary["counters"], "counters_mean": summary["counters_mean"],
+            "period": config.aggregation_period,
             "output_rows": summary["output_rows"], "delay_mode": summary["delay_mode"],
             "delay_error": summary["delay"]["error"], "run": Path(config.out).name}
 

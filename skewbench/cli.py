@@ -118,7 +118,7 @@ def cmd_speed(args) -> int:
 
 
 RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "rate", "batch_rows",
-               "master", "seed", "split", "delay_mode", "period", "out")
+               "master", "seed", "split", "delay_mode", "aggregation_period", "out")
 
 
 def cmd_run(args) -> int:
@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--split", choices=("shuffle", "key"), default="shuffle", help="how messages reach sources")
     run.add_argument("--delay-mode", choices=("spin", "sleep"),
                      help="spin (CPU busy loop) or sleep; default spin when W <= real cores, else sleep")
-    run.add_argument("--aggregation-period", dest="period", type=int, default=0, metavar="T",
+    run.add_argument("--aggregation-period", type=int, default=0, metavar="T",
                      help="wordcount: a worker sends its partial counts every T of its micro-batches and drops "
                           "them (default 0: it keeps every counter and sends each batch's counts)")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")

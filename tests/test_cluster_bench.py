@@ -63,7 +63,7 @@ def test_plan_fits_the_cluster():
     assert len({c.out for c in storm}) == len(storm)
     aggregation = cb.aggregation_configs(Path("/x"), quick=False)
     assert len(aggregation) == (1 + 2 * len(cb.AGGREGATION_PERIODS)) * cb.REPEATS
-    assert {(c.scheme, c.period) for c in aggregation if c.scheme == "kg"} == {("kg", 0)}
+    assert {(c.scheme, c.aggregation_period) for c in aggregation if c.scheme == "kg"} == {("kg", 0)}
     assert {c.delay_ms for c in aggregation} == {0.4} and len({c.out for c in aggregation}) == len(aggregation)
 
 

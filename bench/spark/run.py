@@ -69,7 +69,7 @@ class Config:
     seed: int = 0
     split: str = "shuffle"
     delay_mode: str | None = None  # default: default_mode(W, cores)
-    period: int = 0  # word count's aggregation period T in micro-batches (0: counters kept, no flush)
+    aggregation_period: int = 0  # word count's T in micro-batches (0: counters kept, no flush)
     out: str = ""
 
 
@@ -139,7 +139,7 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     from skewbench.workloads import parse
 
     try:
-        app = make_app(config.app, **({"period": config.period} if config.period else {}))
+        app = make_app(config.app, **({"period": config.aggregation_period} if config.aggregation_period else {}))
     except ValueError as exc:
         raise RunError(str(exc)) from None
     except TypeError:  # the app takes no such parameter

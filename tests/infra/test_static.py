@@ -245,12 +245,14 @@ def test_metrics_agent_names_roles_and_samples_its_own_namespace(tmp_path):
     assert agent.role_of(["python3", "-m", "skewbench.bench.spark.daemon"]) == "python_worker"
     assert agent.role_of(["python3", "-m", "pytest"]) is None
     # A stand-in "Python worker" below tmp_path is found in scope dir and not when it runs elsewhere.
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "pyspark.daemon"], cwd=tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(30)", "pyspark.daemon"],
+                             cwd=tmp_path, stdout=subprocess.PIPE)
+    child.stdout.readline()  # its interpreter is up: just after exec its memory is still mostly shared pages
     try:
         netns = os.stat("/proc/self/ns/net").st_ino
         rows = agent.sample({}, "n1", "dir", str(tmp_path), netns)
         assert [(r[1], r[2], r[3]) for r in rows] == [("n1", child.pid, "python_worker")]
-        assert rows[0][5] >= rows[0][6] > 1_000_000  # RSS >= PSS, in bytes
+        assert rows[0][5] > 1_000_000 and 0 < rows[0][6] <= rows[0][5]  # RSS and PSS in bytes
         assert agent.sample({}, "n1", "dir", str(tmp_path / "other"), netns) == []
         assert child.pid in [r[2] for r in agent.sample({}, "n1", "netns", "/", netns)]
     finally:
