@@ -138,11 +138,14 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     from skewbench.scheme import make_scheme
     from skewbench.workloads import parse
 
+    params = {"period": config.aggregation_period} if config.aggregation_period else {}
     try:
-        app = make_app(config.app, **({"period": config.aggregation_period} if config.aggregation_period else {}))
+        app = make_app(config.app, **params)
     except ValueError as exc:
         raise RunError(str(exc)) from None
-    except TypeError:  # the app takes no such parameter
+    except TypeError:
+        if not params:
+            raise
         raise RunError(f"--aggregation-period applies to wordcount, not {config.app}") from None
     out = Path(config.out)
     if out.exists():
