@@ -286,7 +286,7 @@ def efficiency(folder: Path) -> list[str]:
                        aspect=1.5)
     grid.set(xlabel="workers W", ylabel="messages/s")
     return ["## Engine efficiency — sg, 1 ms per message, W = 10 … 100", "",
-            _figure(folder, "efficiency", grid), "", _markdown(table.round(3)), "",
+            _figure(folder, "efficiency", grid), "", *_overhead_parts(folder, delayed), _markdown(table.round(3)), "",
             "Overhead = batch duration − the busiest worker's busy time (median over the measured batches). "
             "It has a part per worker (one Spark task, one state-store version and one Python call per worker "
             "and batch) and a part per message (routing, Arrow, shuffle, state update), both paid on the "
@@ -294,6 +294,23 @@ def efficiency(folder: Path) -> list[str]:
             "no batch size can reach the ideal on this machine. Memory: peaks of the summed PSS of the Python "
             "workers (a page shared by the forks of one daemon counted once) and of the executors' RSS. "
             + efficiency_verdict(table), ""]
+
+
+#: The parts of a batch's engine overhead (``skewbench.bench.spark.run.batch_table``), as the report names them.
+OVERHEAD_PARTS = {"before_workers_median_s": "before the first worker starts (routing, shuffle, task launch)",
+                  "workers_spread_median_s": "workers beyond the busiest one (waiting for a core)",
+                  "after_workers_median_s": "after the last worker ends (results, state commits, driver)"}
+
+
+def _overhead_parts(folder: Path, delayed: pd.DataFrame) -> list[str]:
+    """A stacked bar per W of the engine overhead per batch, split where it is paid (runs that recorded it)."""
+    if not set(OVERHEAD_PARTS) <= set(delayed.columns):
+        return []
+    parts = delayed.set_index("workers")[list(OVERHEAD_PARTS)].rename(columns=OVERHEAD_PARTS).sort_index()
+    ax = parts.plot.bar(stacked=True, figsize=(6, 3.2), rot=0)
+    ax.set(xlabel="workers W", ylabel="seconds per batch (median)", title="engine overhead per batch")
+    ax.legend(fontsize=7, loc="upper left")
+    return [_figure(folder, "efficiency_overhead", ax.figure), ""]
 
 
 def _peak_gib(folder: Path, run: str, role: str, key: str) -> float:

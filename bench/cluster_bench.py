@@ -32,7 +32,8 @@ from pathlib import Path
 import pandas as pd
 
 from skewbench.bench.progress import Progress
-from skewbench.bench.spark.run import Config, RunError, free_slots, master_status, master_url, run, session
+from skewbench.bench.spark.run import (OVERHEAD_PARTS, Config, RunError, free_slots, master_status, master_url, run,
+                                       session)
 
 STORM_SCHEMES = ["kg", "pkg", "sg"]
 STORM_DELAYS_MS = [0.1, 0.4, 1.0]  # 0.4 ms: where the paper's KG saturates
@@ -56,10 +57,11 @@ def storm_configs(out: Path, quick: bool) -> list[Config]:
 
 def efficiency_configs(out: Path, quick: bool, slots: int) -> list[Config]:
     """sg at 1 ms per message, and with no delay: the engine's own capacity for the same batches."""
-    # 20 s of work per worker and batch at 1 ms: the engine's cost per batch grows with W (one Spark
-    # task and Python call per worker, ~0.1 s each on 2 cores: 9.4 s at W = 100), and the work must
-    # outweigh it.  30 s reached 70 % at W = 100, but its no-delay run (15M messages) ran 24 GB out of memory.
-    per_worker = 2000 if quick else 20_000
+    # 30 s of work per worker and batch at 1 ms: the engine's cost per batch grows with W (one Spark
+    # task, state-store version and Python call per worker; the routing of W × 30,000 messages), ~12 s
+    # at W = 100 on 2 cores, and the work must outweigh it.  The no-delay run of W = 100 (15M messages)
+    # fits in 24 GB since the executors map the stream instead of each source process unpickling it.
+    per_worker = 2000 if quick else 30_000
     return [Config(app="wordcount", scheme="sg", workers=w, sources=1, delay_ms=delay, workload="wp",
                    messages=w * per_worker * BATCHES, batch_rows=w * per_worker,
                    out=str(out / f"efficiency-W{w}-delay{delay}"))
@@ -92,6 +94,7 @@ def row(config: Config, summary: dict) -> dict:
             "efficiency": summary["throughput_msgs_per_s"] / ideal,
             "latency_p50": summary["latency_seconds"]["p50"], "latency_p99": summary["latency_seconds"]["p99"],
             "overhead_median_s": summary["overhead_seconds"]["median"],
+            **{f"{part}_median_s": summary["overhead_seconds"][f"{part}_median"] for part in OVERHEAD_PARTS},
             "batch_median_s": summary["batch_seconds_median"], "max_over_mean": summary["imbalance_max_over_mean"],
             "counters": summary["counters"], "counters_mean": summary["counters_mean"],
             "period": config.aggregation_period,

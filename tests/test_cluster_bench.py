@@ -84,6 +84,7 @@ def test_report_draws_the_bench_tables(tmp_path):
     (tmp_path / "storm_vs_paper.json").write_text(__import__("json").dumps(cb.compare_storm(table)))
     pd.DataFrame([{"workers": w, "delay_ms": d, "batch_rows": 10_000 * w, "throughput": t, "ideal": w * 1000.0,
                    "efficiency": t / (w * 1000.0), "overhead_median_s": 2.0 * w / 10, "batch_median_s": 12.0,
+                   "before_workers_median_s": 1.0, "workers_spread_median_s": 0.1 * w, "after_workers_median_s": 0.5,
                    "run": f"efficiency-W{w}-delay{d}"}
                   for w, d, t in [(10, 1.0, 8000), (10, 0.0, 40000), (20, 1.0, 14000), (20, 0.0, 30000)]]
                  ).to_csv(tmp_path / "efficiency.csv", index=False)
@@ -99,7 +100,7 @@ def test_report_draws_the_bench_tables(tmp_path):
     assert "KG / PKG at 1.0 ms: 0.635 (paper 0.625)" in report
     assert "Efficiency ≥ 70 %: at W = 10, 20." in report
     assert "sustains without delay: W = 20 (capacity 30,000 ≥ 20,000 messages/s); efficiency there 70 %." in report
-    for png in ("storm_throughput.png", "efficiency.png", "aggregation.png"):
+    for png in ("storm_throughput.png", "efficiency.png", "efficiency_overhead.png", "aggregation.png"):
         assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report
 
 

@@ -1,7 +1,8 @@
-"""The run summary's throughput counts only batches whose progress Spark reported (no cluster needed)."""
+"""The run summary's throughput and latency from what the workers sent (no cluster needed)."""
+import numpy as np
 import pandas as pd
 
-from skewbench.bench.spark.run import after_warmup
+from skewbench.bench.spark.run import after_warmup, message_latency
 
 
 def batches(ids):
@@ -9,12 +10,40 @@ def batches(ids):
 
 
 def test_throughput_skips_the_warmup_batch_and_batches_without_progress():
-    latency = pd.DataFrame({"batch": [b for b in range(4) for _ in range(100)]})  # 100 messages per batch
+    latency = {b: np.full(100, float(b)) for b in range(4)}  # 100 messages per batch
     warm, rate = after_warmup(batches([0, 1, 2, 3]), latency)
-    assert len(warm) == 300 and rate == 300 / 30
+    assert len(warm) == 300 and rate == 300 / 30 and sorted(set(warm)) == [1.0, 2.0, 3.0]
     warm, rate = after_warmup(batches([0, 1, 2]), latency)  # batch 3's progress never came
     assert len(warm) == 200 and rate == 200 / 20
 
 
 def test_one_batch_has_no_steady_state():
-    assert after_warmup(batches([0]), pd.DataFrame({"batch": [0]}))[0] is None
+    assert after_warmup(batches([0]), {0: np.zeros(1)})[0] is None
+
+
+def record(seqs, t_end, t_intended):
+    return {"seqs": np.array(seqs, dtype=np.int64), "t_end": t_end,
+            "t_intended": np.array(t_intended, dtype=np.float64)}
+
+
+def test_a_message_copied_to_several_workers_ends_with_its_last_copy():
+    records = [record([10, 12], 5.0, [1.0, 2.0]),  # seq 12 is also probed at the next worker ...
+               record([11, 12], 9.0, [1.5, 2.0]),  # ... which ends later: 12's latency is 9 - 2
+               record([], 20.0, []),  # a worker without messages in this batch
+               record([13], 4.0, [3.0])]
+    assert message_latency(records).tolist() == [4.0, 7.5, 7.0, 1.0]
+    assert len(message_latency([record([], 1.0, [])])) == 0
+
+
+def test_peak_pss_sums_each_nodes_last_reading():
+    """Agents read PSS every few samples, each node at its own moments (the other rows have none)."""
+    from skewbench.bench.spark.metrics import resource_summary
+
+    MiB = 2**20
+    rows = [(t, node, pid, "python_worker", 10.0, 300 * MiB, pss and pss * MiB) for t, node, pid, pss in [
+        (0, "w1", 1, 100), (0, "w1", 2, 100), (1, "w1", 1, None), (1, "w1", 2, None),
+        (1, "w2", 3, 50), (2, "w2", 3, None), (2, "w1", 1, 120), (2, "w1", 2, 120)]]
+    samples = pd.DataFrame(rows, columns=["time", "node", "pid", "role", "cpu_percent", "rss_bytes", "pss_bytes"])
+    summary = resource_summary(samples)["python_worker"]
+    assert summary["peak_pss_mib"] == 240 + 50  # w1 at t=2 plus w2's reading at t=1
+    assert summary["peak_rss_mib"] == 900 and summary["processes"] == 3

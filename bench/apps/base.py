@@ -13,6 +13,7 @@ state of the key).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 import numpy as np
@@ -192,15 +193,23 @@ class App:
     def state_entries(self, state) -> int:
         raise NotImplementedError
 
+    def reduce(self, frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
+        """The outputs the aggregator received (one frame per micro-batch, in order), as :meth:`combine`
+        needs them; apps whose outputs shrink when merged override it, so that the driver never holds
+        all of them at once.  Default: all of them."""
+        frames = list(frames)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["seq", "worker"])
+
     def combine(self, outputs: pd.DataFrame, states: list) -> object:
         raise NotImplementedError
 
     def reference(self, stream: Stream) -> object:
         raise NotImplementedError
 
-    def periodic(self, batches: dict[int, pd.DataFrame]) -> pd.DataFrame | None:
-        """What the aggregator reports after every micro-batch (``batches``: batch id → that batch's
-        outputs), as one tidy frame with a ``batch`` column; None for apps that report only at the end."""
+    def periodic(self, batches: Iterable[tuple[int, pd.DataFrame]]) -> pd.DataFrame | None:
+        """What the aggregator reports after every micro-batch (``batches``: (batch id, that batch's
+        outputs) in batch order), as one tidy frame with a ``batch`` column; None for apps that report
+        only at the end."""
         return None
 
     def same(self, a, b) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.apps.base import App, add_counts, copies, register_app, stream_keys
+from skewbench.bench.apps.base import App, add_counts, copies, key_labels, register_app
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "key", "fp", "count"]
@@ -44,6 +44,13 @@ def _output(state: dict, fps: np.ndarray, keys: np.ndarray, counts: np.ndarray) 
     return pd.DataFrame({"seq": np.full(len(fps), state["last_seq"], dtype=np.int64),
                          "worker": np.full(len(fps), state["worker"], dtype=np.int32), "key": keys, "fp": fps,
                          "count": counts.astype(np.int64)}, columns=OUTPUT_COLUMNS)
+
+
+def _add(totals: pd.Series, outputs: pd.DataFrame) -> pd.Series:
+    """The aggregator's running counts per key plus one micro-batch's outputs."""
+    if not len(outputs):
+        return totals
+    return totals.add(outputs.groupby("key")["count"].sum(), fill_value=0).astype(np.int64)
 
 
 def top_k(counts: pd.Series, k: int = 10) -> pd.Series:
@@ -106,13 +113,21 @@ class WordCount(App):
     def state_entries(self, state) -> int:
         return state["held"]
 
+    def reduce(self, frames):
+        """The counts summed per key: the aggregator's totals after the last micro-batch."""
+        totals = pd.Series(dtype=np.int64)
+        for out in frames:
+            totals = _add(totals, out)
+        return totals.rename("count").rename_axis("key").reset_index()
+
     def combine(self, outputs, states) -> pd.Series:
         counts = outputs.groupby("key", sort=True)["count"].sum().astype(np.int64)
         return counts.rename("count").rename_axis("key")
 
     def reference(self, stream: Stream) -> pd.Series:
         self.check(stream)
-        counts = pd.Series(stream_keys(stream)).value_counts().sort_index().astype(np.int64)
+        counts = pd.Series(np.bincount(stream.ids, minlength=stream.n_keys), index=key_labels(stream))
+        counts = counts[counts > 0].groupby(level=0, sort=True).sum().astype(np.int64)
         return counts.rename("count").rename_axis("key")
 
     def same(self, a: pd.Series, b: pd.Series) -> bool:
@@ -121,9 +136,8 @@ class WordCount(App):
     def periodic(self, batches):
         """The top-k words after every micro-batch (the aggregation period T): the deltas summed so far."""
         totals, rows = pd.Series(dtype=np.int64), []
-        for batch, out in sorted(batches.items()):
-            if len(out):
-                totals = totals.add(out.groupby("key")["count"].sum(), fill_value=0).astype(np.int64)
+        for batch, out in batches:
+            totals = _add(totals, out)
             top = self.top(totals)
             rows.append(pd.DataFrame({"batch": batch, "rank": np.arange(1, len(top) + 1), "key": top.index,
                                       "count": top.to_numpy()}))

@@ -15,6 +15,7 @@ import json
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 STAGE_FIELDS = {"numTasks": "tasks", "executorRunTime": "run_ms", "executorCpuTime": "cpu_ns",
@@ -63,16 +64,18 @@ def resource_samples(cluster_dir: Path, start: float, end: float) -> pd.DataFram
 
 def resource_summary(samples: pd.DataFrame) -> dict:
     """Per role: peaks of the summed RSS and PSS over the cluster (MiB; PSS counts a page shared by
-    forked Python workers once), mean and peak summed CPU (% of a core)."""
+    forked Python workers once, and only some samples have it), mean and peak summed CPU (% of a core)."""
     if samples.empty:
         return {}
     second = samples.assign(second=samples["time"].round())
-    per_second = second.groupby(["role", "second"]).agg(rss=("rss_bytes", "sum"), pss=("pss_bytes", "sum"),
-                                                        cpu=("cpu_percent", "sum"))
+    per_second = second.groupby(["role", "second"]).agg(rss=("rss_bytes", "sum"), cpu=("cpu_percent", "sum"))
+    # An agent reads PSS every few samples, each node at its own moments: a node's last reading counts.
+    pss = (second.dropna(subset=["pss_bytes"]).groupby(["role", "second", "node"])["pss_bytes"].sum()
+           .unstack("node").groupby(level="role").ffill().sum(axis=1))
     summary = {}
     for role, group in per_second.groupby(level="role"):
         summary[role] = {"peak_rss_mib": round(float(group["rss"].max()) / 2**20, 1),
-                         "peak_pss_mib": round(float(group["pss"].max()) / 2**20, 1),
+                         "peak_pss_mib": round(float(pss.get(role, pd.Series([np.nan])).max()) / 2**20, 1),
                          "mean_cpu_pct": round(float(group["cpu"].mean()), 1),
                          "peak_cpu_pct": round(float(group["cpu"].max()), 1),
                          "processes": int(samples.loc[samples["role"] == role, "pid"].nunique())}

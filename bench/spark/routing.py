@@ -33,6 +33,7 @@ import pandas as pd
 
 from skewbench.bench.apps.local import prepare_scheme
 from skewbench.scheme import Scheme, make_scheme
+from skewbench.simulator.engine import source_of_each_message
 
 
 class SchemeNotSupported(ValueError):
@@ -78,10 +79,10 @@ _INITIAL: dict[tuple, tuple[bytes, ...]] = {}  # run -> every source's pickled i
 _LIVE: dict[tuple, tuple[int, Scheme]] = {}  # (run, source) -> (offset, the router that routed up to it)
 
 
-def router_at(run: tuple, source: int, offset: int, stream, source_of: np.ndarray) -> Scheme:
+def router_at(run: tuple, source: int, offset: int, stream) -> Scheme:
     """Source ``source``'s router as it is after routing its messages with ``seq < offset``.
 
-    ``run = (scheme, workers, sources, seed, ...)`` names the run.  Routers are kept per Python
+    ``run = (scheme, workers, sources, seed, workload, messages, split)`` names the run.  Routers are kept per Python
     process across micro-batches (:func:`keep`).  A process that did not route this source's previous
     batch (Spark may run partition *j* in any worker process) first routes the messages it missed; a
     replay from an earlier offset starts again from the initial router.  Routing is a deterministic
@@ -94,7 +95,7 @@ def router_at(run: tuple, source: int, offset: int, stream, source_of: np.ndarra
             name, workers, sources, seed = run[:4]
             _INITIAL[run] = tuple(pickle.dumps(r) for r in prepare(name, workers, sources, stream, seed))
         router = pickle.loads(_INITIAL[run][source])
-    missed = position + np.flatnonzero(source_of[position:offset] == source)
+    missed = position + np.flatnonzero(source_of_each_message(stream, run[2], run[6], position, offset) == source)
     if len(missed):
         router.route_many(stream.fps[missed], stream.clock[missed])
     return router

@@ -31,17 +31,16 @@ import pickle
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from skewbench.bench.progress import clock
 
@@ -202,7 +201,8 @@ def preimages(spark, count: int, partitions: int) -> np.ndarray:
 
 
 class Collector:
-    """The ``foreachBatch`` function: writes each batch's outputs and metrics, keeps the last states."""
+    """The ``foreachBatch`` function: writes each batch's outputs and metrics, keeps the last states
+    and every message's latency (8 bytes per message: the driver must hold a run of millions)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -212,60 +212,44 @@ class Collector:
         self.batches = 0
         self.last_batch = -1
         self.states: dict[int, object] = {}
-        self.latency: list[pd.DataFrame] = []
+        self.latency: dict[int, np.ndarray] = {}
         self.metrics: list[pd.DataFrame] = []
 
     def __call__(self, frame, batch_id: int) -> None:
-        rows = frame.collect()
-        if not rows:
-            return
-        outputs, latency, metrics = [], [], []
         from skewbench.bench.spark.workers import METRICS
 
-        for row in rows:
-            record = pickle.loads(row["record"])
-            outputs.append(record["outputs"])
-            latency.append(pd.DataFrame({"seq": record["seqs"], "t_intended": record["t_intended"],
-                                         "t_end": record["t_end"]}))
-            metrics.append({"batch": batch_id, **{k: record[k] for k in METRICS}})
-            if record["state"] is not None:
-                self.states[record["worker"]] = record["state"]
+        records = [pickle.loads(row["record"]) for row in frame.collect()]
+        if not records:
+            return
         name = f"batch-{batch_id:06d}.parquet"
-        outputs = [o for o in outputs if o is not None]
-        out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
-        if len(out):
-            out.to_parquet(self.folder / "outputs" / name, index=False)
-        metrics = pd.DataFrame(metrics)
+        outputs = [r["outputs"] for r in records if r["outputs"] is not None]
+        if outputs and any(len(o) for o in outputs):
+            pd.concat(outputs, ignore_index=True).to_parquet(self.folder / "outputs" / name, index=False)
+        metrics = pd.DataFrame([{"batch": batch_id, **{k: r[k] for k in METRICS}} for r in records])
         metrics.to_parquet(self.folder / "metrics" / name, index=False)
-        latency = pd.concat(latency, ignore_index=True).groupby("seq").agg(t_intended=("t_intended", "first"),
-                                                                           t_end=("t_end", "max"))
-        latency["batch"] = batch_id
-        self.latency.append(latency)
+        for r in records:
+            if r["state"] is not None:
+                self.states[r["worker"]] = r["state"]
+        self.latency[batch_id] = message_latency(records)
         self.metrics.append(metrics)
-        self.done += len(latency)
+        self.done += len(self.latency[batch_id])
         self.batches += 1
         self.last_batch = batch_id
 
 
-_SHARED_FILES: tempfile.TemporaryDirectory | None = None  # removed when the driver process exits
-
-
-def share_stream(spark, stream) -> str:
-    """The run's stream pickled and added to the application's files, which every executor fetches
-    once (the source reads it from there, :func:`~skewbench.bench.spark.source.stream_of`); returns its name.
-
-    The file must outlive the run: an executor fetches every file the application added when it
-    first gets a task, also a finished run's.  So the files live in a folder of the driver process,
-    and every run's name is new (Spark refuses a second file under a name it already serves)."""
-    global _SHARED_FILES
-    if _SHARED_FILES is None:
-        _SHARED_FILES = tempfile.TemporaryDirectory(prefix="skewbench-streams-")
-    stream.fps, stream.clock  # computed here once, not by every executor process (fps compiles a hash)
-    path = Path(_SHARED_FILES.name) / f"stream-{uuid.uuid4().hex}.pickle"
-    with open(path, "wb") as file:
-        pickle.dump(stream, file, protocol=pickle.HIGHEST_PROTOCOL)
-    spark.sparkContext.addFile(str(path))
-    return path.name
+def message_latency(records: list[dict]) -> np.ndarray:
+    """Each message's latency in one micro-batch (seq order): the end of the last worker batch that
+    handled a copy of it − its intended arrival time.  A batch's messages are a range of ``seq``."""
+    handled = [r for r in records if len(r["seqs"])]
+    if not handled:
+        return np.empty(0)
+    low = min(int(r["seqs"][0]) for r in handled)  # seqs come sorted
+    span = max(int(r["seqs"][-1]) for r in handled) - low + 1
+    end, intended = np.full(span, np.nan), np.full(span, np.nan)
+    for r in sorted(handled, key=lambda r: r["t_end"]):  # a later copy overwrites an earlier one
+        end[r["seqs"] - low] = r["t_end"]
+        intended[r["seqs"] - low] = r["t_intended"]
+    return (end - intended)[~np.isnan(end)]
 
 
 def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str):
@@ -313,9 +297,17 @@ def final_progress(query, last_batch: int, wait: float = 10.0) -> list[dict]:
         time.sleep(0.1)
 
 
+#: The engine overhead of a batch in the order it is paid (:func:`batch_table`).
+OVERHEAD_PARTS = ("before_workers", "workers_spread", "after_workers")
+
+
 def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
     """Per batch: duration (triggerExecution), bundles read (Spark's input rows), message copies the
-    workers handled, the busiest worker's busy time, and the engine overhead (duration − that)."""
+    workers handled, the busiest worker's busy time, and the engine overhead (duration − that) in
+    three parts: ``before_workers`` (until the first worker starts: planning, the source stage's
+    routing, the shuffle, launching W tasks), ``workers_spread`` (from the first worker's start to the
+    last one's end, beyond the busiest worker's busy time: workers waiting for a core or started late)
+    and ``after_workers`` (results to the driver, state-store commits, ``foreachBatch``, the commit)."""
     rows = [{"batch": p["batchId"], "started": pd.Timestamp(p["timestamp"]).timestamp(),
              "duration": p["durationMs"].get("triggerExecution", 0) / 1000, "bundles": p["numInputRows"],
              **{f"{phase}_seconds": p["durationMs"].get(phase, 0) / 1000 for phase in PHASES}}
@@ -323,19 +315,23 @@ def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=["batch", "started", "duration", "bundles",
                                         *(f"{phase}_seconds" for phase in PHASES)])
     per_batch = metrics.assign(copies=metrics["stored"] + metrics["probed"]).groupby("batch").agg(
-        copies=("copies", "sum"), max_worker_busy=("busy_seconds", "max"))
+        copies=("copies", "sum"), max_worker_busy=("busy_seconds", "max"), first_start=("t_start", "min"),
+        last_end=("t_end", "max"))
     table = table.merge(per_batch, left_on="batch", right_index=True, how="left")
     table["overhead"] = table["duration"] - table["max_worker_busy"]
-    return table
+    table["before_workers"] = table["first_start"] - table["started"]
+    table["workers_spread"] = table["last_end"] - table["first_start"] - table["max_worker_busy"]
+    table["after_workers"] = table["started"] + table["duration"] - table["last_end"]
+    return table.drop(columns=["first_start", "last_end"])
 
 
-def after_warmup(batches: pd.DataFrame, latency: pd.DataFrame) -> tuple[pd.DataFrame | None, float]:
-    """The messages of the batches after the first (``latency`` rows) and their throughput over those
+def after_warmup(batches: pd.DataFrame, latency: dict[int, np.ndarray]) -> tuple[np.ndarray | None, float]:
+    """The latencies of the messages of the batches after the first and their throughput over those
     batches' span; only batches whose progress Spark reported count.  (None, nan) with one batch."""
     steady = batches[batches["batch"] > batches["batch"].min()]
     if steady.empty:
         return None, float("nan")
-    warm = latency[latency["batch"].isin(steady["batch"])]
+    warm = np.concatenate([latency[b] for b in steady["batch"] if b in latency] or [np.empty(0)])
     span = (steady["started"] + steady["duration"]).max() - steady["started"].min()
     return warm, len(warm) / span if span > 0 else float("nan")
 
@@ -350,24 +346,21 @@ def mean_counters(metrics: pd.DataFrame) -> float:
 def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
               delay_mode: str) -> dict:
     metrics = pd.concat(collector.metrics, ignore_index=True)
-    outputs_dir = collector.folder / "outputs"
-    parts = {int(p.stem.split("-")[1]): pd.read_parquet(p) for p in sorted(outputs_dir.glob("batch-*.parquet"))}
-    outputs = pd.concat(parts.values(), ignore_index=True) if parts else pd.DataFrame(columns=["seq", "worker"])
-    periodic = app.periodic(parts)
+    files = sorted((collector.folder / "outputs").glob("batch-*.parquet"))
+    parts = lambda: ((int(p.stem.split("-")[1]), pd.read_parquet(p)) for p in files)  # noqa: E731  one at a time
+    periodic = app.periodic(parts())
     if periodic is not None:
         periodic.to_parquet(collector.folder / "periodic.parquet", index=False)
     W = config.workers
     states = [collector.states.get(i, app.new_state(i)) for i in range(W)]
-    result = app.combine(outputs, states)
+    result = app.combine(app.reduce(frame for _, frame in parts()), states)
     correct = bool(app.same(result, app.reference(stream)))
     stored = metrics.groupby("worker")["stored"].sum().reindex(range(W), fill_value=0).to_numpy()
     probed = metrics.groupby("worker")["probed"].sum().reindex(range(W), fill_value=0).to_numpy()
-    latency = pd.concat(collector.latency)
     first = int(batches["batch"].min()) if len(batches) else 0
-    warm, throughput = after_warmup(batches, latency)
-    if warm is None:
-        warm, throughput = latency, stream.messages / elapsed
-    lat = (warm["t_end"] - warm["t_intended"]).to_numpy()
+    lat, throughput = after_warmup(batches, collector.latency)
+    if lat is None:
+        lat, throughput = np.concatenate(list(collector.latency.values())), stream.messages / elapsed
     intended, actual = metrics["delay_intended"].to_numpy(), metrics["delay_actual"].to_numpy()
     sizable = intended >= 0.01  # per-batch accuracy is judged where at least 10 ms were asked for
     mean = stored.mean()
@@ -377,7 +370,7 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
         "delay_ms": config.delay_ms, "delay_mode": delay_mode, "rate": config.rate, "seed": config.seed,
         "correct": correct,
         "batches": int(len(batches)), "elapsed_seconds": elapsed,
-        "warmup": f"batch {first} ({int((latency['batch'] == first).sum())} messages) excluded",
+        "warmup": f"batch {first} ({len(collector.latency.get(first, []))} messages) excluded",
         "throughput_msgs_per_s": float(throughput),
         "latency_seconds": {f"p{q}": float(np.percentile(lat, q)) if len(lat) else None for q in (50, 95, 99)},
         "worker_messages": stored.tolist(), "worker_probes": probed.tolist(),
@@ -385,9 +378,11 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
         "imbalance_max_over_mean": float(stored.max() / mean) if mean > 0 else None,
         "counters": int(sum(app.state_entries(s) for s in states)),
         "counters_mean": mean_counters(metrics),
-        "output_rows": int(len(outputs)),
+        "output_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in files),
         "overhead_seconds": {"median": float(batches["overhead"].median()) if len(batches) else None,
-                             "mean": float(batches["overhead"].mean()) if len(batches) else None},
+                             "mean": float(batches["overhead"].mean()) if len(batches) else None,
+                             **{f"{part}_median": float(batches[part].median()) if len(batches) else None
+                                for part in OVERHEAD_PARTS}},
         "batch_seconds_median": float(batches["duration"].median()) if len(batches) else None,
         "delay": {"intended_seconds": float(intended.sum()), "actual_seconds": float(actual.sum()),
                   "error": float(actual.sum() / intended.sum() - 1) if intended.sum() > 0 else None,
@@ -460,6 +455,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     run reuses that session (several runs in one application) and leaves it running."""
     from skewbench.bench.provenance import write_metadata
     from skewbench.bench.spark.delay import default_mode
+    from skewbench.bench.spark import shared
     from skewbench.bench.spark.source import stream_of
 
     app, status = check(config, own_app=spark.sparkContext.applicationId if spark is not None else None)
@@ -483,7 +479,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     interrupted = DeferredInterrupt()
     try:
         started, wall_start = time.monotonic(), time.time()
-        query = start_query(spark, config, app, folder, collector, share_stream(spark, stream))
+        query = start_query(spark, config, app, folder, collector, shared.share(spark, stream))
         last = 0.0
         while collector.done < stream.messages or len(collector.states) < config.workers:
             if interrupted():

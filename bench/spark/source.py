@@ -13,9 +13,10 @@ batch available.  A message's intended arrival time is ``t0 + seq / rate``; :met
 offers a message before that time, so a stalled pipeline builds a backlog instead of slowing the
 input (open loop, no coordinated omission).  With ``rate = 0`` every message is available at once and
 its intended time is the ``at`` of the batch that first offered it.  Partition *j* reads source *j*'s
-messages with ``start <= seq < end``; the stream is regenerated deterministically from
-(workload, messages, seed) on the executor and cached per Python process, so a replay from the
-offsets in the checkpoint reads — and routes — exactly the same rows.
+messages with ``start <= seq < end``; the stream is the one the driver shared (memory-mapped
+files, :mod:`~skewbench.bench.spark.shared`) or else regenerated deterministically from (workload,
+messages, seed), so a replay from the offsets in the checkpoint reads — and routes — exactly the
+same rows.
 
 Message rows: one per message copy (:meth:`App.fan_out`): ``seq`` (bigint), ``source`` (int), ``key``
 (string: the key's label), ``fp`` (bigint: the uint64 fingerprint viewed as int64), ``t_intended``
@@ -32,7 +33,6 @@ messages took 1.7 s instead of 2.5 s at W = 2 and 2.8 s instead of 3.6 s at W = 
 
 from __future__ import annotations
 
-import pickle
 import time
 from functools import lru_cache
 
@@ -45,6 +45,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from skewbench.bench.apps import make_app
 from skewbench.bench.apps.base import key_labels
 from skewbench.bench.spark import routing
+from skewbench.simulator.engine import source_of_each_message
 
 BASE_COLUMNS = [("seq", "bigint"), ("source", "int"), ("key", "string"), ("fp", "bigint"), ("t_intended", "double")]
 ROUTE_COLUMNS = [("worker", "int"), ("role", "string")]
@@ -58,26 +59,24 @@ BUNDLE_ARROW = pa.schema([("worker", pa.int32()), ("source", pa.int32()), ("size
 
 @lru_cache(maxsize=1)  # one run at a time: an old run's stream would only take memory
 def stream_of(workload: str, messages: int, seed: int, shared: str = ""):
-    """The workload's stream, once per process: loaded from the file the driver shared with every
-    executor (``shared``, a SparkFiles name: a source task may land on any Python worker, where
-    generating a stream of millions of messages costs seconds per batch), else generated."""
+    """The workload's stream, once per process: mapped from the files the driver shared with every
+    executor (``shared``, :mod:`~skewbench.bench.spark.shared`: a source task may land on any Python
+    worker, where generating a stream of millions of messages costs seconds per batch), else generated."""
     if shared:
-        from pyspark import SparkFiles
+        from skewbench.bench.spark.shared import fetched
 
-        with open(SparkFiles.get(shared), "rb") as file:
-            return pickle.load(file)
+        return fetched(shared)
     from skewbench.workloads import parse
 
     return parse(workload, messages=messages, seed=seed)
 
 
 @lru_cache(maxsize=1)
-def _sources_and_labels(workload: str, messages: int, seed: int, shared: str, sources: int, split: str):
-    """Each message's source index and each key's label (the reference's labels), cached."""
-    from skewbench.simulator.engine import source_of_each_message
-
-    stream = stream_of(workload, messages, seed, shared)
-    return source_of_each_message(stream, sources, split), key_labels(stream)
+def labels_of(stream) -> pa.StringArray:
+    """Each key's label as the ``key`` column carries it, indexed by key id (:func:`key_labels`)."""
+    if isinstance(stream.labels, pa.Array):  # a shared stream: already the text, mapped
+        return stream.labels
+    return pa.array(key_labels(stream), pa.string())
 
 
 def _spark_type(dtype: np.dtype) -> str:
@@ -156,18 +155,19 @@ class SkewbenchStreamReader(DataSourceStreamReader):
     def read(self, partition: SourcePartition):
         o = self.o
         stream = o.stream()
-        src, key_text = _sources_and_labels(o.workload, o.messages, o.seed, o.stream_file, o.sources, o.split)
-        seq = partition.start + np.flatnonzero(src[partition.start:partition.end] == partition.source)
+        src = source_of_each_message(stream, o.sources, o.split, partition.start, partition.end)
+        seq = partition.start + np.flatnonzero(src == partition.source)
+        keys = labels_of(stream).take(pa.array(stream.ids[seq]))  # Arrow text: no Python string per message
         batch = pd.DataFrame({
             "seq": seq, "source": np.full(len(seq), partition.source, dtype=np.int32),
-            "key": key_text[stream.ids[seq]], "fp": stream.fps.view(np.int64)[seq],
+            "key": pd.arrays.ArrowExtensionArray(keys), "fp": stream.fps.view(np.int64)[seq],
             "t_intended": partition.t0 + seq / o.rate if o.rate > 0 else np.full(len(seq), partition.at),
             **{c: stream.payload[c][seq] for c in o.payload}})
-        router = routing.router_at(o.run, partition.source, partition.start, stream, src)
+        router = routing.router_at(o.run, partition.source, partition.start, stream)
         rows = routing.route_batch(router, o.app, batch, stream.clock[seq])
         routing.keep(o.run, partition.source, partition.end, router)
         if partition.end == o.messages and partition.source == 0:
-            rows = pd.concat([rows, flush_rows(stream, key_text, o)], ignore_index=True)
+            rows = pd.concat([rows, flush_rows(stream, o)], ignore_index=True)
         columns = columns_of(stream, o.payload)
         schema = pa.schema([(name, ARROW[kind]) for name, kind in columns])
         rows = rows.sort_values("worker", kind="stable")  # seq order within each worker
@@ -195,10 +195,11 @@ def unbundle(blobs) -> pd.DataFrame:
     return pa.concat_tables([pa.ipc.open_stream(blob).read_all() for blob in blobs]).to_pandas()
 
 
-def flush_rows(stream, key_text: np.ndarray, o: Options) -> pd.DataFrame:
+def flush_rows(stream, o: Options) -> pd.DataFrame:
     """One ``flush`` row per worker (a copy of message 0 with ``seq`` = messages)."""
+    key = labels_of(stream).take(np.full(o.workers, stream.ids[0]))
     return pd.DataFrame({"seq": np.full(o.workers, o.messages, dtype=np.int64),
-                         "source": np.zeros(o.workers, dtype=np.int32), "key": key_text[stream.ids[0]],
+                         "source": np.zeros(o.workers, dtype=np.int32), "key": pd.arrays.ArrowExtensionArray(key),
                          "fp": int(stream.fps.view(np.int64)[0]), "t_intended": 0.0,
                          **{c: stream.payload[c][0] for c in o.payload},
                          "worker": np.arange(o.workers, dtype=np.int32), "role": "flush"})

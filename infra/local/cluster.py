@@ -17,6 +17,7 @@ Exit codes: 0 done, 1 the cluster failed (Ansible, health timeout), 2 usage or e
 """
 import argparse
 import getpass
+import hashlib
 import json
 import os
 import re
@@ -344,6 +345,15 @@ def wait_healthy(state, timeout):
 
 # --- commands -----------------------------------------------------------------------------------
 
+def ansible_digest():
+    """A digest of every file under ansible/: a healthy cluster deployed from other files (an updated
+    metrics agent, say) gets them applied again instead of "nothing to do"."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in ANSIBLE.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(ANSIBLE)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def load_state(directory):
     path = Path(directory, "state.json")
     return json.loads(path.read_text()) if path.exists() else None
@@ -358,14 +368,17 @@ def up(args):
     mode = previous["mode"] if previous and args.mode == "auto" else choose_mode(args.mode, args.prefix)
     shape = {"mode": mode, "net": args.net, "prefix": args.prefix, "workers": args.workers, "cores": args.cores,
              "memory": args.memory, "executor_memory": args.executor_memory, "netem": args.netem}
-    state = {"dir": directory, **shape, "nodes": layout(mode, args.net, args.prefix, args.workers)}
+    state = {"dir": directory, **shape, "ansible": ansible_digest(),
+             "nodes": layout(mode, args.net, args.prefix, args.workers)}
     if previous and {k: previous.get(k) for k in shape} != shape:
         raise ClusterError(f"a cluster with another shape is up in {directory} "
                            f"({previous['workers']} workers, {previous['cores']} cores each, mode {previous['mode']}): "
                            f"run `make cluster-down` first")
     if previous and healthy(state):
-        print(f"cluster: already up ({args.workers} workers ALIVE); nothing to do")
-        return status(args)
+        if previous.get("ansible") == state["ansible"]:
+            print(f"cluster: already up ({args.workers} workers ALIVE); nothing to do")
+            return status(args)
+        print("cluster: up, but the files under ansible/ changed since it was deployed: applying them again")
     if shutil.which("java") is None and os.geteuid() != 0:
         raise ClusterError("Java is missing: install openjdk-17-jre-headless (apt), or run as root so Ansible "
                            "installs it")

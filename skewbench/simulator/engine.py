@@ -35,12 +35,15 @@ class SimResult:
     plans: list[Plan] = field(default_factory=list, repr=False)
 
 
-def source_of_each_message(stream: Stream, sources: int, split: str) -> np.ndarray:
-    """Source index per message: ``shuffle`` deals round-robin, ``key`` hashes the split key."""
+def source_of_each_message(stream: Stream, sources: int, split: str, start: int = 0,
+                           end: int | None = None) -> np.ndarray:
+    """Source index per message (of messages ``start .. end - 1``): ``shuffle`` deals round-robin,
+    ``key`` hashes the split key."""
+    end = stream.messages if end is None else end
     if split == "shuffle":
-        return np.arange(stream.messages, dtype=np.int64) % sources
+        return np.arange(start, end, dtype=np.int64) % sources
     if split == "key":
-        fps = stream.fps if stream.split_ids is None else fingerprints(stream.split_ids)
+        fps = stream.fps[start:end] if stream.split_ids is None else fingerprints(stream.split_ids[start:end])
         return (fps % np.uint64(sources)).astype(np.int64)
     raise ValueError(f"unknown source split {split!r}; use one of {', '.join(SPLITS)}")
 

@@ -212,11 +212,23 @@ def test_word_count_docstring_example():
     assert doctest.testmod(wordcount).failed == 0
 
 
+@pytest.mark.parametrize("app_name", sorted(APPS))
+def test_outputs_reduced_batch_by_batch_give_the_reference(app_name):
+    """The driver's path: the outputs folded one micro-batch at a time (``reduce``), then ``combine``."""
+    app, result = run(app_name, "pkg")
+    seq = result.outputs["seq"].to_numpy()
+    frames = (result.outputs[(seq >= lo) & (seq < lo + BATCH)] for lo in range(0, N, BATCH))
+    reduced = app.reduce(frames)
+    assert app.same(app.combine(reduced, result.states), reference(app_name))
+    if app_name == "wordcount":  # one row per key instead of one per (key, worker, batch)
+        assert len(reduced) == stream_for(app_name).distinct_keys < len(result.outputs)
+
+
 def test_word_count_reports_the_top_k_after_every_batch():
     app, result = run("wordcount", "pkg")
     seq = result.outputs["seq"].to_numpy()
     batches = {lo // BATCH: result.outputs[(seq >= lo) & (seq < lo + BATCH)] for lo in range(0, N, BATCH)}
-    top = app.periodic(batches)
+    top = app.periodic(batches.items())
     assert top.groupby("batch").size().tolist() == [app.k] * len(batches)
     final = top[top.batch == len(batches) - 1].set_index("key")["count"]
     assert final.equals(app.top(reference("wordcount")).rename("count"))

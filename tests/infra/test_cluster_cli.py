@@ -93,6 +93,17 @@ def test_a_cluster_of_another_shape_must_be_taken_down_first(cluster, tmp_path, 
     assert "a cluster with another shape is up" in capsys.readouterr().err
 
 
+def test_the_ansible_digest_follows_the_files(cluster, tmp_path, monkeypatch):
+    (tmp_path / "roles" / "metrics" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "roles" / "metrics" / "agent.py").write_text("v1")
+    monkeypatch.setattr(cluster, "ANSIBLE", tmp_path)
+    first = cluster.ansible_digest()
+    (tmp_path / "roles" / "metrics" / "__pycache__" / "agent.pyc").write_text("bytecode")
+    assert cluster.ansible_digest() == first
+    (tmp_path / "roles" / "metrics" / "agent.py").write_text("v2")
+    assert cluster.ansible_digest() != first
+
+
 def test_health_wait_times_out_with_the_logs_to_read(cluster, tmp_path):
     state = {"dir": str(tmp_path), "nodes": cluster.layout("netns", "192.0.2", "sb", 2)}  # TEST-NET: nobody answers
     (tmp_path / "worker1" / "logs").mkdir(parents=True)

@@ -253,8 +253,26 @@ def test_metrics_agent_names_roles_and_samples_its_own_namespace(tmp_path):
         rows = agent.sample({}, "n1", "dir", str(tmp_path), netns)
         assert [(r[1], r[2], r[3]) for r in rows] == [("n1", child.pid, "python_worker")]
         assert rows[0][5] > 1_000_000 and 0 < rows[0][6] <= rows[0][5]  # RSS and PSS in bytes
+        cheap = agent.sample({}, "n1", "dir", str(tmp_path), netns, pss=False)
+        assert cheap[0][5] > 1_000_000 and cheap[0][6] == ""  # no PSS in this round
         assert agent.sample({}, "n1", "dir", str(tmp_path / "other"), netns) == []
         assert child.pid in [r[2] for r in agent.sample({}, "n1", "netns", "/", netns)]
     finally:
         child.kill()
         child.wait()
+    # A JVM's child between fork and exec has its parent's command line: only the parent counts.
+    import psutil  # from .venv-infra (the infra_venv fixture)
+
+    forks = "import os, time; os.fork() or print(flush=True); time.sleep(30)"
+    jvm = subprocess.Popen([sys.executable, "-c", forks, "CoarseGrainedExecutorBackend"], cwd=tmp_path,
+                           stdout=subprocess.PIPE)
+    jvm.stdout.readline()
+    try:
+        rows = agent.sample({}, "n1", "dir", str(tmp_path), netns)
+        assert [(r[2], r[3]) for r in rows] == [(jvm.pid, "executor")]
+    finally:
+        for proc in psutil.Process(jvm.pid).children():
+            proc.kill()
+        jvm.kill()
+        jvm.wait()
+

@@ -10,11 +10,12 @@ from skewbench.workloads import parse
 W, S, BATCH = 8, 3, 700
 
 
-@pytest.mark.parametrize("scheme", ["pkg", "dkg", "dchoices", "llfd"])
-def test_routes_equal_the_simulator_across_processes_and_replays(scheme):
+@pytest.mark.parametrize("scheme,split", [("pkg", "shuffle"), ("dkg", "shuffle"), ("dchoices", "key"),
+                                          ("llfd", "shuffle"), ("pkg", "key")])
+def test_routes_equal_the_simulator_across_processes_and_replays(scheme, split):
     stream = parse("zipf:z=1.1,keys=300", messages=6000, seed=3)
-    source_of = source_of_each_message(stream, S, "shuffle")
-    run = (scheme, W, S, 3, "test", stream.messages, "shuffle")
+    source_of = source_of_each_message(stream, S, split)
+    run = (scheme, W, S, 3, "test", stream.messages, split)
     routing._LIVE.clear()
     routing._INITIAL.clear()
     routes = np.full(stream.messages, -1)
@@ -25,7 +26,7 @@ def test_routes_equal_the_simulator_across_processes_and_replays(scheme):
         if n % 3 == 1:
             routing._LIVE.clear()  # another Python process picks up the next batch
         for j in range(S):
-            router = routing.router_at(run, j, start, stream, source_of)
+            router = routing.router_at(run, j, start, stream)
             idx = start + np.flatnonzero(source_of[start:end] == j)
             routes[idx] = router.route_many(stream.fps[idx], stream.clock[idx])
             routing.keep(run, j, end, router)
@@ -33,22 +34,23 @@ def test_routes_equal_the_simulator_across_processes_and_replays(scheme):
         table = routing.prepare(scheme, W, S, stream, seed=3)[0]
         expected = table.route_many(stream.fps, stream.clock)
     else:
-        expected = simulate(stream, scheme, W, S, split="shuffle", seed=3).routes
+        expected = simulate(stream, scheme, W, S, split=split, seed=3).routes
     assert np.array_equal(routes, expected)
 
 
 SHARED_STREAM_CHECK = """
-import pickle, sys
+import sys
+from pathlib import Path
 import numpy as np
 from pyspark import SparkFiles
+from skewbench.bench.spark import shared as sharing
 from skewbench.bench.spark.source import stream_of
 from skewbench.workloads import parse
 
 shared = parse("zipf:z=1.1,keys=300", messages=500, seed=9)  # not what (spec, 500, seed 1) generates
-with open(sys.argv[1] + "/stream-x.pickle", "wb") as file:
-    pickle.dump(shared, file)
+sharing.write(shared, Path(sys.argv[1]) / "stream-x")
 SparkFiles._root_directory, SparkFiles._is_running_on_worker = sys.argv[1], True  # as in an executor
-assert np.array_equal(stream_of("zipf:z=1.1,keys=300", 500, 1, "stream-x.pickle").ids, shared.ids)
+assert np.array_equal(stream_of("zipf:z=1.1,keys=300", 500, 1, "stream-x").ids, shared.ids)
 assert not np.array_equal(stream_of("zipf:z=1.1,keys=300", 500, 1).ids, shared.ids)
 print("ok")
 """
