@@ -287,10 +287,12 @@ def efficiency(folder: Path) -> list[str]:
     grid.set(xlabel="workers W", ylabel="messages/s")
     return ["## Engine efficiency — sg, 1 ms per message, W = 10 … 100", "",
             _figure(folder, "efficiency", grid), "", *_overhead_parts(folder, delayed), _markdown(table.round(3)), "",
-            "Overhead = batch duration − the busiest worker's busy time (median over the measured batches). "
-            "It has a part per worker (one Spark task, one state-store version and one Python call per worker "
-            "and batch) and a part per message (routing, Arrow, shuffle, state update), both paid on the "
-            "machine's cores. The no-delay runs measure that capacity: where it is below the ideal W / delay, "
+            "Overhead = batch duration − the busiest worker's busy time (median over the batches), drawn above "
+            "in the three parts where it is paid. It has a part per worker (one Spark task, one state-store "
+            "version and one Python call per worker and batch) and a part per message (routing, Arrow, shuffle, "
+            "state update), both paid on the machine's cores; with a fixed cost c per batch, efficiency is "
+            "B / (B + c) for B seconds of work per batch. The no-delay runs measure the engine's capacity: "
+            "where it is below the ideal W / delay, "
             "no batch size can reach the ideal on this machine. Memory: peaks of the summed PSS of the Python "
             "workers (a page shared by the forks of one daemon counted once) and of the executors' RSS. "
             + efficiency_verdict(table), ""]
@@ -298,7 +300,7 @@ def efficiency(folder: Path) -> list[str]:
 
 #: The parts of a batch's engine overhead (``skewbench.bench.spark.run.batch_table``), as the report names them.
 OVERHEAD_PARTS = {"before_workers_median_s": "before the first worker starts (routing, shuffle, task launch)",
-                  "workers_spread_median_s": "workers beyond the busiest one (waiting for a core)",
+                  "workers_spread_median_s": "workers starting late (task launch) or waiting for a core",
                   "after_workers_median_s": "after the last worker ends (results, state commits, driver)"}
 
 

@@ -13,8 +13,9 @@ after a failure or Ctrl-C):
 * ``outputs/batch-NNNNNN.parquet`` — the app's output rows; ``metrics/batch-NNNNNN.parquet`` — one row
   per (batch, worker): messages stored/probed, delay intended vs actual, process and busy seconds,
   state entries, partition;
-* ``batches.parquet`` — per batch: duration, bundles and message copies, Spark's phases (latestOffset … commitOffsets),
-  the busiest worker's busy time and the engine overhead (duration − that busy time);
+* ``batches.parquet`` — per batch: duration, bundles and message copies, Spark's phases
+  (latestOffset … commitOffsets), the busiest worker's busy time and the engine overhead (duration −
+  that busy time) in three parts: before the first worker starts, workers' spread, after the last;
 * ``periodic.parquet`` — what the app's aggregator reports after every batch (word count: top-k);
 * ``stages.parquet`` — Spark's task metrics per stage (REST API); ``resources.parquet`` — CPU and RSS
   of every Spark JVM and Python worker during the run (psutil agent; local cluster);
