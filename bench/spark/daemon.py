@@ -6,7 +6,8 @@ process, 11 GB for the 100 workers of W = 100 (measured with psutil's USS).  Imp
 those pages are shared by every fork (copy-on-write; ``gc.freeze`` keeps the collector from writing
 into them).  PySpark imports after the fork because pandas and pyarrow start threads on import, and
 forking a threaded process can deadlock the child: with OpenBLAS on one thread and the background
-thread of Arrow's jemalloc off they start none, which :func:`preload` checks.
+thread of Arrow's jemalloc off (for pyarrow builds whose pool is jemalloc; the mimalloc pool of the
+current wheels starts none) they start none, which :func:`preload` checks.
 
 Used through ``spark.python.daemon.module`` (:func:`~skewbench.bench.spark.run.session`, unless the
 driver configuration names another daemon).
