@@ -2,7 +2,8 @@
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.spark.run import after_warmup, message_latency
+from skewbench.bench.spark.latency import handled, message_latency, seqs
+from skewbench.bench.spark.run import after_warmup
 
 
 def batches(ids):
@@ -21,9 +22,8 @@ def test_one_batch_has_no_steady_state():
     assert after_warmup(batches([0]), {0: np.zeros(1)})[0] is None
 
 
-def record(seqs, t_end, t_intended):
-    return {"seqs": np.array(seqs, dtype=np.int64), "t_end": t_end,
-            "t_intended": np.array(t_intended, dtype=np.float64)}
+def record(seq, t_end, t_intended):
+    return {"messages": handled(np.array(seq, dtype=np.int64), np.array(t_intended, dtype=np.float64)), "t_end": t_end}
 
 
 def test_a_message_copied_to_several_workers_ends_with_its_last_copy():
@@ -33,6 +33,18 @@ def test_a_message_copied_to_several_workers_ends_with_its_last_copy():
                record([13], 4.0, [3.0])]
     assert message_latency(records).tolist() == [4.0, 7.5, 7.0, 1.0]
     assert len(message_latency([record([], 1.0, [])])) == 0
+
+
+def test_handled_messages_travel_compactly_and_come_back_exactly():
+    rng = np.random.default_rng(0)
+    seq = np.sort(rng.choice(10**9, 30_000, replace=False))
+    spread = handled(np.array([5, 300, 1000, 60000]), np.arange(4.0))  # gaps below 2**16, rate > 0
+    assert spread["gaps"].dtype == np.uint16 and spread["t_intended"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert seqs(spread).tolist() == [5, 300, 1000, 60000]
+    wide = handled(seq, np.full(len(seq), 7.5))  # rate 0: one intended time for the batch
+    assert wide["gaps"].dtype == np.uint32 and wide["t_intended"].tolist() == [7.5]
+    assert np.array_equal(seqs(wide), seq)
+    assert message_latency([{"messages": wide, "t_end": 10.0}]).tolist() == [2.5] * len(seq)
 
 
 def test_peak_pss_sums_each_nodes_last_reading():

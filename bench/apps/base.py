@@ -4,17 +4,18 @@ An :class:`App` is pure pandas/numpy: the pipeline (``skewbench.bench.spark``) a
 mini-pipeline (:mod:`skewbench.bench.apps.local`) call the same methods, so every scheme's final
 answer can be compared with :meth:`App.reference`, computed by one process without routing.
 
-Rows the routing stage produces (one row per message copy): ``seq`` int64 (global message index),
-``source`` int32, ``key`` str (the label), ``fp`` int64 (the uint64 fingerprint viewed as int64),
-``t_intended`` float64, the app's payload columns, then ``worker`` int32 and ``role`` str
-(``'store'`` updates the worker's state, ``'probe'`` is a read-only copy for a worker that may hold
-state of the key).
+The routing stage decides which copies of each message go to which worker (:meth:`App.fan_out`,
+:class:`Copies`); a worker then sees one row per copy (:func:`copy_rows`): ``seq`` int64 (global
+message index), ``source`` int32, ``key`` str (the label), ``fp`` int64 (the uint64 fingerprint
+viewed as int64), ``t_intended`` float64, the app's payload columns, then ``worker`` int32 and
+``role`` str (``'store'`` updates the worker's state, ``'probe'`` is a read-only copy for a worker
+that may hold state of the key).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -89,9 +90,18 @@ def holders(scheme: Scheme, fp: int) -> np.ndarray:
     return holder_pairs(scheme, np.array([fp], dtype=np.uint64).view(np.int64))[1]
 
 
-def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFrame,
-           store: np.ndarray, probe: np.ndarray, probe_store_worker: bool = False) -> pd.DataFrame:
-    """The rows of one source batch with ``worker`` and ``role`` added.
+class Copies(NamedTuple):
+    """Where the copies of a source batch's messages go: copy *i* is of the batch's row ``row[i]``,
+    for worker ``worker[i]``, stored there if ``store[i]`` else a probe.  Stored copies come first,
+    each part in row order."""
+    row: np.ndarray  # int64
+    worker: np.ndarray  # int32
+    store: np.ndarray  # bool
+
+
+def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, store: np.ndarray, probe: np.ndarray,
+           probe_store_worker: bool = False) -> Copies:
+    """The copies of one source batch (rows ``fps``, routed to ``routes``).
 
     ``store`` marks rows stored at ``routes[i]``; ``probe`` marks rows copied read-only to every
     holder of their key — except the store worker, unless ``probe_store_worker`` (rows that are
@@ -100,13 +110,13 @@ def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFr
     """
     routes = np.asarray(routes, dtype=np.int64)
     store, probe = np.asarray(store, dtype=bool), np.asarray(probe, dtype=bool)
-    parts = [batch.iloc[np.flatnonzero(store)].assign(worker=routes[store].astype(np.int32), role="store")]
+    stored = np.flatnonzero(store)
     everywhere = scheme.name in ANY_WORKER or scheme.workers == 1  # every worker holds every key
     need = np.flatnonzero(probe if everywhere else probe | store)  # sg: no W pairs per stored message
     rows, workers = holder_pairs(scheme, np.asarray(fps)[need])
     rows = need[rows]
     at_route = workers == routes[rows]
-    covered = np.zeros(len(batch), dtype=bool)
+    covered = np.zeros(len(routes), dtype=bool)
     covered[rows[at_route]] = True
     if not (everywhere or covered[store].all()):
         bad = int(np.flatnonzero(store & ~covered)[0])
@@ -114,8 +124,13 @@ def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFr
                          f"worker {routes[bad]}, which is not among its holders: the app would miss state")
     keep = probe[rows] & (probe_store_worker | ~at_route)
     rows, workers = rows[keep], workers[keep]
-    parts.append(batch.iloc[rows].assign(worker=workers.astype(np.int32), role="probe"))
-    return pd.concat(parts, ignore_index=True)
+    return Copies(np.concatenate([stored, rows]), np.concatenate([routes[stored], workers]).astype(np.int32),
+                  np.arange(len(stored) + len(rows)) < len(stored))
+
+
+def copy_rows(batch: pd.DataFrame, sent: Copies) -> pd.DataFrame:
+    """The rows a worker sees for the copies ``sent`` of ``batch``'s messages (module docstring)."""
+    return batch.iloc[sent.row].assign(worker=sent.worker, role=np.where(sent.store, "store", "probe"))
 
 
 # -- the stream as the routing stage sees it ----------------------------------------------------------
@@ -176,7 +191,9 @@ class App:
             raise ValueError(f"app {self.name!r} needs payload column(s) {', '.join(missing)} "
                              f"(stream {stream.name!r} has: {have}); try the workload {self.default_workload!r}")
 
-    def fan_out(self, scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFrame) -> pd.DataFrame:
+    def fan_out(self, scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFrame) -> Copies:
+        """The copies of a source batch (``fps`` its keys, ``routes`` the scheme's decisions; ``batch``
+        has ``seq``, ``fp`` and the payload columns): :func:`copies` with the app's store/probe split."""
         raise NotImplementedError
 
     def new_state(self, worker: int) -> object:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.apps.base import App, stream_rows
+from skewbench.bench.apps.base import App, copy_rows, stream_rows
 from skewbench.scheme import Scheme, Stats, make_scheme
 from skewbench.simulator.engine import source_of_each_message
 from skewbench.stream import Stream
@@ -90,7 +90,8 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
                 continue
             router = routers[0 if shared else s]
             r = routes[idx - lo] if shared else router.route_many(fps[idx], clock[idx])
-            sent.append(app.fan_out(router, fps[idx], r, rows.iloc[idx].reset_index(drop=True)))
+            part = rows.iloc[idx].reset_index(drop=True)
+            sent.append(copy_rows(part, app.fan_out(router, fps[idx], r, part)))
         copies = pd.concat(sent, ignore_index=True).sort_values(["worker", "seq"], kind="stable")
         worker = copies["worker"].to_numpy()
         is_store = (copies["role"] == "store").to_numpy()

@@ -88,7 +88,7 @@ class NaiveBayes(App):
 
     def fan_out(self, scheme, fps, routes, batch):
         query = self.is_query(batch["doc"].to_numpy())
-        return copies(scheme, fps, routes, batch, store=~query, probe=query, probe_store_worker=True)
+        return copies(scheme, fps, routes, store=~query, probe=query, probe_store_worker=True)
 
     def new_state(self, worker: int) -> dict:
         return {"fps": np.empty(0, dtype=np.int64), "counts": np.empty((0, 0), dtype=np.int64),

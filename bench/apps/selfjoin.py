@@ -79,7 +79,7 @@ class SelfJoin(App):
 
     def fan_out(self, scheme, fps, routes, batch):
         everything = np.ones(len(batch), dtype=bool)
-        return copies(scheme, fps, routes, batch, store=everything, probe=everything)
+        return copies(scheme, fps, routes, store=everything, probe=everything)
 
     def new_state(self, worker: int) -> dict:
         return {"fp": np.empty(0, dtype=np.int64), "seq": np.empty(0, dtype=np.int64),

@@ -84,7 +84,7 @@ class WordCount(App):
 
     def fan_out(self, scheme, fps, routes, batch):
         everything = np.ones(len(batch), dtype=bool)
-        return copies(scheme, fps, routes, batch, store=everything, probe=~everything)
+        return copies(scheme, fps, routes, store=everything, probe=~everything)
 
     def new_state(self, worker: int) -> dict:
         state = {"worker": worker, "fps": np.empty(0, dtype=np.int64), "counts": np.empty(0, dtype=np.int64),

@@ -5,8 +5,8 @@ messages enter: the "skewbench" data source's partition *j* (source *j*) routes 
 its own router — the pickled :class:`~skewbench.scheme.Scheme`, the same object the simulator uses —
 in ``seq`` order, so a ``coupling = "local"`` scheme makes exactly the decisions it makes in the
 simulator, and fans the copies out (:meth:`App.fan_out`).  The router survives across micro-batches
-in the executor's Python process (:func:`router_at`, :func:`keep`); any process can rebuild it
-exactly, because routing is a deterministic function of the stream.  (A separate stateful routing
+in the Python process and in a file of the executor (:func:`router_at`, :func:`keep`); any process
+can rebuild it exactly, because routing is a deterministic function of the stream.  (A separate stateful routing
 operator costs a second shuffle and W more tasks per micro-batch.)
 
 Which schemes can run (:func:`prepare`):
@@ -26,11 +26,15 @@ Which schemes can run (:func:`prepare`):
 
 from __future__ import annotations
 
+import hashlib
+import os
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from skewbench.bench.apps.base import Copies
 from skewbench.bench.apps.local import prepare_scheme
 from skewbench.scheme import Scheme, make_scheme
 from skewbench.simulator.engine import source_of_each_message
@@ -66,13 +70,11 @@ def prepare(name: str, workers: int, sources: int, stream, seed: int = 0) -> lis
     return [proto] + [proto.spawn() for _ in range(sources - 1)]
 
 
-def route_batch(scheme: Scheme, app, batch: pd.DataFrame, clock: np.ndarray) -> pd.DataFrame:
+def route_batch(scheme: Scheme, app, batch: pd.DataFrame, clock: np.ndarray) -> Copies:
     """Route one source's messages (``batch`` in ``seq`` order, ``clock`` their stream times) and fan
-    them out: the rows for the worker stage."""
+    them out: which copies go to which worker."""
     fps = batch["fp"].to_numpy(dtype=np.int64).view(np.uint64)
-    rows = app.fan_out(scheme, fps, scheme.route_many(fps, clock), batch)
-    rows["worker"] = rows["worker"].astype(np.int32)
-    return rows
+    return app.fan_out(scheme, fps, scheme.route_many(fps, clock), batch)
 
 
 _INITIAL: dict[tuple, tuple[bytes, ...]] = {}  # run -> every source's pickled initial router
@@ -82,14 +84,16 @@ _LIVE: dict[tuple, tuple[int, Scheme]] = {}  # (run, source) -> (offset, the rou
 def router_at(run: tuple, source: int, offset: int, stream) -> Scheme:
     """Source ``source``'s router as it is after routing its messages with ``seq < offset``.
 
-    ``run = (scheme, workers, sources, seed, workload, messages, split)`` names the run.  Routers are kept per Python
-    process across micro-batches (:func:`keep`).  A process that did not route this source's previous
-    batch (Spark may run partition *j* in any worker process) first routes the messages it missed; a
-    replay from an earlier offset starts again from the initial router.  Routing is a deterministic
-    function of the stream, so every process reaches exactly the same state.
+    ``run = (scheme, workers, sources, seed, workload, messages, split)`` names the run.  Routers are
+    kept across micro-batches (:func:`keep`).  A router found at an earlier offset first routes the
+    messages it missed; none found (or only later ones: a replay) means starting again from the
+    initial router.  Routing is a deterministic function of the stream, so every process reaches
+    exactly the same state.
     """
-    cached = _LIVE.pop((run, source), None)
-    position, router = cached if cached is not None and cached[0] <= offset else (0, None)
+    position, router = 0, None
+    for found in (_LIVE.pop((run, source), None), _load(run, source)):
+        if found is not None and found[0] <= offset and found[0] >= position:
+            position, router = found
     if router is None:
         if run not in _INITIAL:
             name, workers, sources, seed = run[:4]
@@ -102,5 +106,42 @@ def router_at(run: tuple, source: int, offset: int, stream) -> Scheme:
 
 
 def keep(run: tuple, source: int, offset: int, router: Scheme) -> None:
-    """Remember ``router`` as source ``source``'s router at ``offset`` (after a batch routed well)."""
+    """Remember ``router`` as source ``source``'s router at ``offset`` (after a batch routed well):
+    in this process, and in the executor's file for its other Python workers (:func:`_saved`)."""
     _LIVE[run, source] = (offset, router)
+    path = _saved(run, source)
+    if path is not None:
+        part = path.with_name(f"{path.name}.{os.getpid()}")
+        part.write_bytes(pickle.dumps((offset, router)))
+        part.replace(path)  # whole or not at all for a reader in another process
+
+
+def _load(run: tuple, source: int) -> tuple[int, Scheme] | None:
+    path = _saved(run, source)
+    try:
+        return pickle.loads(path.read_bytes()) if path is not None else None
+    except FileNotFoundError:
+        return None
+
+
+#: The folder of :func:`_saved` files (None: only the process keeps routers); tests set it.
+SAVED_DIR: Path | None = None
+
+
+def _saved(run: tuple, source: int) -> Path | None:
+    """The file where this executor keeps source ``source``'s latest router.  A source task lands on
+    whichever Python worker has been idle longest, hardly ever the one that routed the source's
+    previous batch, which then had to route the whole stream so far again (1 s for 12M messages
+    with sg): O(offset) per batch.  The folder is the executor's Spark files folder (one per
+    executor and application, removed with it), so a router never outlives the code that made it."""
+    folder = SAVED_DIR
+    if folder is None:
+        try:
+            from pyspark import SparkFiles, TaskContext
+        except ImportError:  # not in Spark
+            return None
+        if TaskContext.get() is None:
+            return None
+        folder = Path(SparkFiles.getRootDirectory())
+    name = hashlib.sha1(repr(run).encode()).hexdigest()[:16]
+    return folder / f"router-{name}-{source}.pickle"

@@ -44,6 +44,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from skewbench.bench.progress import clock
+from skewbench.bench.spark.latency import message_latency
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
@@ -219,7 +220,8 @@ class Collector:
     def __call__(self, frame, batch_id: int) -> None:
         from skewbench.bench.spark.workers import METRICS
 
-        records = [pickle.loads(row["record"]) for row in frame.collect()]
+        # Arrow, not collect(): collect pickles a binary column byte by byte in the driver's JVM
+        records = [pickle.loads(blob) for blob in frame.toArrow().column("record").to_pylist()]
         if not records:
             return
         name = f"batch-{batch_id:06d}.parquet"
@@ -236,21 +238,6 @@ class Collector:
         self.done += len(self.latency[batch_id])
         self.batches += 1
         self.last_batch = batch_id
-
-
-def message_latency(records: list[dict]) -> np.ndarray:
-    """Each message's latency in one micro-batch (seq order): the end of the last worker batch that
-    handled a copy of it − its intended arrival time.  A batch's messages are a range of ``seq``."""
-    handled = [r for r in records if len(r["seqs"])]
-    if not handled:
-        return np.empty(0)
-    low = min(int(r["seqs"][0]) for r in handled)  # seqs come sorted
-    span = max(int(r["seqs"][-1]) for r in handled) - low + 1
-    end, intended = np.full(span, np.nan), np.full(span, np.nan)
-    for r in sorted(handled, key=lambda r: r["t_end"]):  # a later copy overwrites an earlier one
-        end[r["seqs"] - low] = r["t_end"]
-        intended[r["seqs"] - low] = r["t_intended"]
-    return (end - intended)[~np.isnan(end)]
 
 
 def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str):
@@ -425,6 +412,14 @@ def session(url: str, name: str):
                      spark_default("spark.python.daemon.module") or "skewbench.bench.spark.daemon")
              .config("spark.sql.streaming.numRecentProgressUpdates", 100_000)
              .config("spark.ui.showConsoleProgress", "false")
+             # Per-row checksums of shuffle output detect a non-deterministic stage retry; the stream is
+             # replayed exactly, and at W = 100 hashing every bundle cost the one source task 15 % of
+             # the executors' CPU.
+             .config("spark.sql.shuffle.orderIndependentChecksum.enabled", "false")
+             .config("spark.sql.shuffle.orderIndependentChecksum.enableFullRetryOnMismatch", "false")
+             # The executors log at the driver's level: at INFO, 50 tasks per executor queued on the
+             # log appender's lock while holding the state store's (1 MB of log per run).
+             .config("spark.executor.syncLogLevel.enabled", "true")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark

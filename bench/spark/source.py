@@ -18,17 +18,20 @@ files, :mod:`~skewbench.bench.spark.shared`) or else regenerated deterministical
 messages, seed), so a replay from the offsets in the checkpoint reads — and routes — exactly the
 same rows.
 
-Message rows: one per message copy (:meth:`App.fan_out`): ``seq`` (bigint), ``source`` (int), ``key``
-(string: the key's label), ``fp`` (bigint: the uint64 fingerprint viewed as int64), ``t_intended``
-(double, epoch seconds), the app's payload columns, ``worker`` (int) and ``role`` (``store`` |
-``probe``).  After the last message source 0 adds one ``flush`` row per worker (``seq`` = messages),
-which makes every worker emit its final state.
+What Spark moves is one *bundle* per (source, worker) and micro-batch (:data:`BUNDLE_SCHEMA`): the
+copies of that source's messages for that worker (:meth:`App.fan_out`), as an Arrow IPC stream of
+rows ``seq`` (int64), ``key`` (string: the key's label), ``fp`` (int64: the uint64 fingerprint
+viewed as int64), ``t_intended`` (double, epoch seconds), the app's payload columns and ``role``
+(``store`` | ``probe`` | ``flush``, dictionary-encoded); :func:`unbundle` turns bundles into the rows
+an app sees (:func:`~skewbench.bench.apps.base.copy_rows`).  After the last message source 0 adds
+one ``flush`` row per worker (``seq`` = messages), which makes every worker emit its final state.
 
-What Spark moves is one *bundle* per (source, worker) and micro-batch (:data:`BUNDLE_SCHEMA`): that
-worker's message rows from that source as an Arrow IPC stream.  Spark still shuffles every bundle to
-its worker's partition and the worker stage reads every message; what bundling saves is Spark's
-per-row cost (row conversion, shuffle records, JVM↔Python transfer): on 2 cores a batch of 100,000
-messages took 1.7 s instead of 2.5 s at W = 2 and 2.8 s instead of 3.6 s at W = 9.
+Spark still shuffles every bundle to its worker's partition and the worker stage reads every
+message; what bundling saves is Spark's per-row cost (row conversion, shuffle records, JVM↔Python
+transfer): on 2 cores a batch of 100,000 messages took 1.7 s instead of 2.5 s at W = 2 and 2.8 s
+instead of 3.6 s at W = 9.  The source builds the bundles from the stream's columns directly, in
+worker order, with no per-message Python object and no pandas frame of the copies: at W = 100 its
+read of 3M messages was the one task every batch waited for.
 """
 
 from __future__ import annotations
@@ -47,14 +50,12 @@ from skewbench.bench.apps.base import key_labels
 from skewbench.bench.spark import routing
 from skewbench.simulator.engine import source_of_each_message
 
-BASE_COLUMNS = [("seq", "bigint"), ("source", "int"), ("key", "string"), ("fp", "bigint"), ("t_intended", "double")]
-ROUTE_COLUMNS = [("worker", "int"), ("role", "string")]
-ARROW = {"bigint": pa.int64(), "int": pa.int32(), "string": pa.string(), "double": pa.float64(),
-         "boolean": pa.bool_()}
-#: What Spark sees: one row per (source, worker) and micro-batch, the messages inside as Arrow IPC.
-BUNDLE_SCHEMA = "worker int, source int, size int, bundle binary"
-BUNDLE_ARROW = pa.schema([("worker", pa.int32()), ("source", pa.int32()), ("size", pa.int32()),
-                          ("bundle", pa.binary())])
+#: What Spark sees: one row per (source, worker) and micro-batch, the message copies inside as Arrow IPC.
+BUNDLE_SCHEMA = "worker int, source int, bundle binary"
+BUNDLE_ARROW = pa.schema([("worker", pa.int32()), ("source", pa.int32()), ("bundle", pa.binary())])
+#: A copy's role, as the codes of the dictionary-encoded ``role`` column.
+ROLES = pa.array(["store", "probe", "flush"])
+STORE, PROBE, FLUSH = range(3)
 
 
 @lru_cache(maxsize=1)  # one run at a time: an old run's stream would only take memory
@@ -79,17 +80,14 @@ def labels_of(stream) -> pa.StringArray:
     return pa.array(key_labels(stream), pa.string())
 
 
-def _spark_type(dtype: np.dtype) -> str:
-    kind = np.dtype(dtype).kind
-    return {"b": "boolean", "i": "bigint", "u": "bigint", "f": "double"}.get(kind, "string")
-
-
-def columns_of(stream, payload: tuple[str, ...]) -> list[tuple[str, str]]:
-    """The source's columns as (name, Spark type): base, payload, then the routing columns."""
+def message_schema(stream, payload: tuple[str, ...]) -> pa.Schema:
+    """The columns of a bundle's rows (module docstring); ``ValueError`` for a missing payload column."""
     missing = [c for c in payload if c not in stream.payload]
     if missing:
         raise ValueError(f"workload {stream.name!r} has no payload column(s) {', '.join(missing)}")
-    return BASE_COLUMNS + [(c, _spark_type(stream.payload[c].dtype)) for c in payload] + ROUTE_COLUMNS
+    return pa.schema([("seq", pa.int64()), ("key", pa.string()), ("fp", pa.int64()), ("t_intended", pa.float64()),
+                      *[(c, pa.from_numpy_dtype(stream.payload[c].dtype)) for c in payload],
+                      ("role", pa.dictionary(pa.int8(), pa.string()))])
 
 
 class SourcePartition(InputPartition):
@@ -157,52 +155,50 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         stream = o.stream()
         src = source_of_each_message(stream, o.sources, o.split, partition.start, partition.end)
         seq = partition.start + np.flatnonzero(src == partition.source)
-        keys = labels_of(stream).take(pa.array(stream.ids[seq]))  # Arrow text: no Python string per message
-        batch = pd.DataFrame({
-            "seq": seq, "source": np.full(len(seq), partition.source, dtype=np.int32),
-            "key": pd.arrays.ArrowExtensionArray(keys), "fp": stream.fps.view(np.int64)[seq],
-            "t_intended": partition.t0 + seq / o.rate if o.rate > 0 else np.full(len(seq), partition.at),
-            **{c: stream.payload[c][seq] for c in o.payload}})
+        batch = pd.DataFrame({"seq": seq, "fp": stream.fps.view(np.int64)[seq],
+                              **{c: stream.payload[c][seq] for c in o.payload}})
         router = routing.router_at(o.run, partition.source, partition.start, stream)
-        rows = routing.route_batch(router, o.app, batch, stream.clock[seq])
+        sent = routing.route_batch(router, o.app, batch, stream.clock[seq])
         routing.keep(o.run, partition.source, partition.end, router)
-        if partition.end == o.messages and partition.source == 0:
-            rows = pd.concat([rows, flush_rows(stream, o)], ignore_index=True)
-        columns = columns_of(stream, o.payload)
-        schema = pa.schema([(name, ARROW[kind]) for name, kind in columns])
-        rows = rows.sort_values("worker", kind="stable")  # seq order within each worker
-        yield bundles(pa.Table.from_pandas(rows[[name for name, _ in columns]], schema=schema, preserve_index=False),
-                      partition.source)
+        message, worker, role = seq[sent.row], sent.worker, np.where(sent.store, STORE, PROBE).astype(np.int8)
+        seqs = message
+        if partition.end == o.messages and partition.source == 0:  # a flush copy of message 0 for every worker
+            every = np.arange(o.workers, dtype=np.int32)
+            message, worker = np.r_[message, np.zeros(o.workers, np.int64)], np.r_[worker, every]
+            seqs, role = np.r_[seqs, np.full(o.workers, o.messages)], np.r_[role, np.full(o.workers, FLUSH, np.int8)]
+        order = np.argsort(worker, kind="stable")  # by worker; seq order within each
+        message, seqs = message[order], seqs[order]
+        t_intended = partition.t0 + seqs / o.rate if o.rate > 0 else np.full(len(seqs), partition.at)
+        columns = [seqs, labels_of(stream).take(stream.ids[message]), stream.fps.view(np.int64)[message], t_intended,
+                   *(stream.payload[c][message] for c in o.payload), pa.DictionaryArray.from_arrays(role[order], ROLES)]
+        rows = pa.Table.from_arrays(columns, schema=message_schema(stream, o.payload))
+        yield bundles(rows, worker[order], partition.source)
 
 
-def bundles(rows: pa.Table, source: int) -> pa.RecordBatch:
-    """One row per worker that gets messages from ``source``: its rows (sorted by worker) as an Arrow
-    IPC stream (:data:`BUNDLE_SCHEMA`)."""
-    workers, starts, sizes = np.unique(rows.column("worker").to_numpy(), return_index=True, return_counts=True)
-    blobs = []
-    for start, size in zip(starts, sizes):
-        sink = pa.BufferOutputStream()
+def bundles(rows: pa.Table, worker: np.ndarray, source: int) -> pa.RecordBatch:
+    """One row per worker that gets copies from ``source``: its rows (``rows`` sorted by ``worker``)
+    as an Arrow IPC stream (:data:`BUNDLE_SCHEMA`), all written into one buffer."""
+    starts = np.flatnonzero(np.r_[True, worker[1:] != worker[:-1]]) if len(worker) else np.empty(0, np.int64)
+    sink, offsets = pa.BufferOutputStream(), [0]
+    for start, end in zip(starts, np.r_[starts[1:], len(worker)]):
         with pa.ipc.new_stream(sink, rows.schema) as writer:
-            writer.write_table(rows.slice(start, size))
-        blobs.append(sink.getvalue().to_pybytes())
-    return pa.RecordBatch.from_arrays(
-        [pa.array(workers, pa.int32()), pa.array(np.full(len(workers), source), pa.int32()),
-         pa.array(sizes, pa.int32()), pa.array(blobs, pa.binary())], schema=BUNDLE_ARROW)
+            writer.write_table(rows.slice(start, end - start))
+        offsets.append(sink.tell())
+    blobs = pa.Array.from_buffers(pa.binary(), len(starts), [None, pa.py_buffer(np.array(offsets, np.int32)),
+                                                              sink.getvalue()])
+    return pa.RecordBatch.from_arrays([pa.array(worker[starts], pa.int32()),
+                                       pa.array(np.full(len(starts), source), pa.int32()), blobs],
+                                      schema=BUNDLE_ARROW)
 
 
-def unbundle(blobs) -> pd.DataFrame:
-    """The message rows of some bundles (:func:`bundles`), concatenated."""
-    return pa.concat_tables([pa.ipc.open_stream(blob).read_all() for blob in blobs]).to_pandas()
-
-
-def flush_rows(stream, o: Options) -> pd.DataFrame:
-    """One ``flush`` row per worker (a copy of message 0 with ``seq`` = messages)."""
-    key = labels_of(stream).take(np.full(o.workers, stream.ids[0]))
-    return pd.DataFrame({"seq": np.full(o.workers, o.messages, dtype=np.int64),
-                         "source": np.zeros(o.workers, dtype=np.int32), "key": pd.arrays.ArrowExtensionArray(key),
-                         "fp": int(stream.fps.view(np.int64)[0]), "t_intended": 0.0,
-                         **{c: stream.payload[c][0] for c in o.payload},
-                         "worker": np.arange(o.workers, dtype=np.int32), "role": "flush"})
+def unbundle(bundles: pd.DataFrame) -> pd.DataFrame:
+    """The rows an app sees (:func:`~skewbench.bench.apps.base.copy_rows`) for some bundles of one
+    worker (:func:`bundles`; ``bundles`` has the ``worker``, ``source`` and ``bundle`` columns)."""
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in bundles["bundle"]]
+    rows = pa.concat_tables(tables).to_pandas()
+    rows.insert(1, "source", np.repeat(bundles["source"].to_numpy(np.int32), [t.num_rows for t in tables]))
+    rows.insert(len(rows.columns) - 1, "worker", np.int32(bundles["worker"].iloc[0]))
+    return rows
 
 
 class SkewbenchDataSource(DataSource):
@@ -214,7 +210,7 @@ class SkewbenchDataSource(DataSource):
 
     def schema(self) -> str:
         o = Options(self.options)
-        columns_of(stream_of(o.workload, min(o.messages, 1000), o.seed), o.payload)  # checks the payload columns
+        message_schema(stream_of(o.workload, min(o.messages, 1000), o.seed), o.payload)  # checks the payload columns
         return BUNDLE_SCHEMA
 
     def streamReader(self, schema) -> SkewbenchStreamReader:

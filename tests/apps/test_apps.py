@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from skewbench.bench.apps import APPS, holders, make_app
-from skewbench.bench.apps.base import copies, holder_pairs, stream_rows
+from skewbench.bench.apps.base import Copies, copies, copy_rows, holder_pairs, stream_rows
 from skewbench.bench.apps.local import prepare_scheme, run_in_process
 from skewbench.bench.apps.wordcount import top_k
 from skewbench.scheme import Scheme, make_scheme
@@ -74,8 +74,8 @@ def test_dropped_probes_break_exactness():
         real = app.fan_out
 
         def fan_out(scheme, fps, routes, batch):
-            rows = real(scheme, fps, routes, batch)
-            return rows[rows["role"] == "store"].reset_index(drop=True)
+            sent = real(scheme, fps, routes, batch)
+            return Copies(*(part[sent.store] for part in sent))
         app.fan_out = fan_out
         return app
 
@@ -86,10 +86,9 @@ def test_dropped_probes_break_exactness():
     real = bayes.fan_out
 
     def one_probe(scheme, fps, routes, batch):  # each query word asks its routed worker only
-        rows = real(scheme, fps, routes, batch)
-        routed = routes[np.searchsorted(batch["seq"], rows["seq"])]
-        keep = (rows["role"] == "store") | (rows["worker"].to_numpy() == routed)
-        return rows[keep].reset_index(drop=True)
+        sent = real(scheme, fps, routes, batch)
+        keep = sent.store | (sent.worker == routes[sent.row])
+        return Copies(*(part[keep] for part in sent))
     bayes.fan_out = one_probe
     verdict = run_in_process(bayes, stream_for("naivebayes"), "pkg", W, S, BATCH).answer
     assert verdict.probes_per_word == 1
@@ -163,8 +162,10 @@ def test_fan_out_refuses_a_route_outside_the_holders():
     wrong = (scheme.route_many(stream.fps) + 1) % W
     with pytest.raises(ValueError, match="not among its holders"):
         app.fan_out(scheme, stream.fps, wrong, batch)
-    rows = copies(scheme, stream.fps, (wrong - 1) % W, batch, store=np.ones(20, bool), probe=np.zeros(20, bool))
-    assert rows.columns[-2:].tolist() == ["worker", "role"] and len(rows) == 20
+    sent = copies(scheme, stream.fps, (wrong - 1) % W, store=np.ones(20, bool), probe=np.zeros(20, bool))
+    assert sent.row.tolist() == list(range(20)) and sent.store.all()
+    rows = copy_rows(batch, sent)
+    assert rows.columns[-2:].tolist() == ["worker", "role"] and (rows["worker"] == (wrong - 1) % W).all()
 
 
 def test_self_join_reference_is_a_direct_scan():
@@ -178,7 +179,8 @@ def test_self_join_reference_is_a_direct_scan():
 def _deliver_out_of_order(app, stream, scheme_name, lateness, seed=0):
     """Every worker's rows in batches of 600, arriving up to ``lateness`` messages late."""
     scheme = make_scheme(scheme_name, W)
-    rows = app.fan_out(scheme, stream.fps, scheme.route_many(stream.fps), stream_rows(stream, app))
+    batch = stream_rows(stream, app)
+    rows = copy_rows(batch, app.fan_out(scheme, stream.fps, scheme.route_many(stream.fps), batch))
     arrival = rows["seq"].to_numpy() + np.random.default_rng(seed).integers(0, lateness + 1, len(rows))
     rows = rows.iloc[np.argsort(arrival, kind="stable")].reset_index(drop=True)
     states, outputs = [app.new_state(w) for w in range(W)], []

@@ -20,6 +20,15 @@ def test_total_within_five_percent(mode, count, delay):
         assert abs(wall / intended - 1) <= 0.05
 
 
+def test_sleep_wakes_once_per_batch_not_per_message(monkeypatch):
+    """Many sleeping slots share two cores: a wake-up per message would cost them CPU they lack."""
+    calls = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(time, "sleep", lambda seconds: (calls.append(seconds), real_sleep(seconds)))
+    assert burn(1000, 0.0002, "sleep") >= 0.2
+    assert 1 <= len(calls) <= 3, calls
+
+
 def test_nothing_to_burn_and_bad_mode():
     assert burn(0, 0.001, "spin") == 0.0 and burn(10, 0.0, "sleep") == 0.0
     with pytest.raises(ValueError, match="unknown delay mode"):

@@ -10,9 +10,11 @@ from skewbench.workloads import parse
 W, S, BATCH = 8, 3, 700
 
 
+@pytest.mark.parametrize("saved", [False, True], ids=["process-only", "executor-file"])
 @pytest.mark.parametrize("scheme,split", [("pkg", "shuffle"), ("dkg", "shuffle"), ("dchoices", "key"),
                                           ("llfd", "shuffle"), ("pkg", "key")])
-def test_routes_equal_the_simulator_across_processes_and_replays(scheme, split):
+def test_routes_equal_the_simulator_across_processes_and_replays(scheme, split, saved, tmp_path, monkeypatch):
+    monkeypatch.setattr(routing, "SAVED_DIR", tmp_path if saved else None)
     stream = parse("zipf:z=1.1,keys=300", messages=6000, seed=3)
     source_of = source_of_each_message(stream, S, split)
     run = (scheme, W, S, 3, "test", stream.messages, split)
@@ -36,6 +38,24 @@ def test_routes_equal_the_simulator_across_processes_and_replays(scheme, split):
     else:
         expected = simulate(stream, scheme, W, S, split=split, seed=3).routes
     assert np.array_equal(routes, expected)
+
+
+def test_a_router_saved_by_another_process_goes_on_where_it_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(routing, "SAVED_DIR", tmp_path)
+    stream = parse("zipf:z=1.1,keys=300", messages=3000, seed=3)
+    run = ("pkg", W, 1, 3, "test", stream.messages, "shuffle")
+    routing._LIVE.clear()
+    routing._INITIAL.clear()
+    router = routing.router_at(run, 0, 0, stream)
+    router.route_many(stream.fps[:1000], stream.clock[:1000])
+    routing.keep(run, 0, 1000, router)
+    routing._LIVE.clear()  # another Python process of the executor reads the next batch
+    routing._INITIAL.clear()
+    monkeypatch.setattr(routing, "prepare", lambda *a, **k: pytest.fail("routed the stream again from the start"))
+    again = routing.router_at(run, 0, 1000, stream)
+    rest = slice(1000, None)
+    assert np.array_equal(again.route_many(stream.fps[rest], stream.clock[rest]),
+                          router.route_many(stream.fps[rest], stream.clock[rest]))
 
 
 SHARED_STREAM_CHECK = """
