@@ -6,8 +6,8 @@ its own router — the pickled :class:`~skewbench.scheme.Scheme`, the same objec
 in ``seq`` order, so a ``coupling = "local"`` scheme makes exactly the decisions it makes in the
 simulator, and fans the copies out (:meth:`App.fan_out`).  The router survives across micro-batches
 in the Python process and in a file of the executor (:func:`router_at`, :func:`keep`); any process
-can rebuild it exactly, because routing is a deterministic function of the stream.  (A separate stateful routing
-operator costs a second shuffle and W more tasks per micro-batch.)
+can rebuild it exactly, because routing is a deterministic function of the stream.  (A separate
+stateful routing operator costs a second shuffle and W more tasks per micro-batch.)
 
 Which schemes can run (:func:`prepare`):
 
