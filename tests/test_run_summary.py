@@ -37,7 +37,8 @@ def test_a_message_copied_to_several_workers_ends_with_its_last_copy():
 
 def test_handled_messages_travel_compactly_and_come_back_exactly():
     rng = np.random.default_rng(0)
-    seq = np.sort(rng.choice(10**9, 30_000, replace=False))
+    seq = np.sort(rng.choice(2_000_000, 30_000, replace=False))
+    seq[-1] += 100_000  # one gap wider than 2**16
     spread = handled(np.array([5, 300, 1000, 60000]), np.arange(4.0))  # gaps below 2**16, rate > 0
     assert spread["gaps"].dtype == np.uint16 and spread["t_intended"].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert seqs(spread).tolist() == [5, 300, 1000, 60000]
