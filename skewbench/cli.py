@@ -124,7 +124,7 @@ RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "m
 def cmd_run(args) -> int:
     import os
 
-    from skewbench.bench.spark.run import CLUSTER_PYTHON, DEFAULT_CONF_DIR, Config, RunError, check
+    from skewbench.bench.spark.run import CLUSTER_PYTHON, Config, RunError, check
 
     config = Config(**{k: getattr(args, k) for k in RUN_OPTIONS})
     try:
@@ -141,7 +141,6 @@ def cmd_run(args) -> int:
         for k in RUN_OPTIONS:
             if getattr(args, k) is not None:
                 argv += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
-        os.environ.setdefault("SPARK_CONF_DIR", str(DEFAULT_CONF_DIR))
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(argv[0], argv)

@@ -2,7 +2,7 @@
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.spark.latency import handled, message_latency, seqs
+from skewbench.bench.spark.latency import first_arrival, handled, message_latency, seqs
 from skewbench.bench.spark.run import after_warmup
 
 
@@ -12,14 +12,23 @@ def batches(ids):
 
 def test_throughput_skips_the_warmup_batch_and_batches_without_progress():
     latency = {b: np.full(100, float(b)) for b in range(4)}  # 100 messages per batch
-    warm, rate = after_warmup(batches([0, 1, 2, 3]), latency)
+    offered = {b: 10.0 * b for b in range(4)}  # rate 0: a batch's messages arrive as it starts
+    warm, rate = after_warmup(batches([0, 1, 2, 3]), latency, offered)
     assert len(warm) == 300 and rate == 300 / 30 and sorted(set(warm)) == [1.0, 2.0, 3.0]
-    warm, rate = after_warmup(batches([0, 1, 2]), latency)  # batch 3's progress never came
+    warm, rate = after_warmup(batches([0, 1, 2]), latency, offered)  # batch 3's progress never came
     assert len(warm) == 200 and rate == 200 / 20
 
 
+def test_under_an_offered_rate_throughput_is_timed_from_the_first_arrival():
+    """A slow warm-up batch (0-25 s) while messages keep arriving: batch 1 (25-30 s) takes the 100
+    that arrived from 10 s on.  Timing from batch 1's start would give 20/s; they took 20 s."""
+    b = pd.DataFrame({"batch": [0, 1], "started": [0.0, 25.0], "duration": [25.0, 5.0]})
+    _, rate = after_warmup(b, {0: np.zeros(50), 1: np.zeros(100)}, {0: 0.0, 1: 10.0})
+    assert rate == 100 / 20
+
+
 def test_one_batch_has_no_steady_state():
-    assert after_warmup(batches([0]), {0: np.zeros(1)})[0] is None
+    assert after_warmup(batches([0]), {0: np.zeros(1)}, {0: 0.0})[0] is None
 
 
 def record(seq, t_end, t_intended):
@@ -60,3 +69,8 @@ def test_peak_pss_sums_each_nodes_last_reading():
     summary = resource_summary(samples)["python_worker"]
     assert summary["peak_pss_mib"] == 240 + 50  # w1 at t=2 plus w2's reading at t=1
     assert summary["peak_rss_mib"] == 900 and summary["processes"] == 3
+
+
+def test_first_arrival_is_the_earliest_intended_time_of_a_batch():
+    records = [record([3, 4], 5.0, [2.0, 2.5]), record([], 6.0, []), record([1], 7.0, [1.5])]
+    assert first_arrival(records) == 1.5 and np.isnan(first_arrival([record([], 1.0, [])]))

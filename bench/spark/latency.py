@@ -44,3 +44,9 @@ def message_latency(records: list[dict]) -> np.ndarray:
         end[s - low] = r["t_end"]
         intended[s - low] = r["messages"]["t_intended"]  # one value broadcasts
     return (end - intended)[~np.isnan(end)]
+
+
+def first_arrival(records: list[dict]) -> float:
+    """The earliest intended arrival time among one micro-batch's messages (nan without messages)."""
+    return min((float(r["messages"]["t_intended"].min()) for r in records if r["messages"]["count"]),
+               default=float("nan"))

@@ -44,7 +44,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from skewbench.bench.progress import clock
-from skewbench.bench.spark.latency import message_latency
+from skewbench.bench.spark.latency import first_arrival, message_latency
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
@@ -215,6 +215,7 @@ class Collector:
         self.last_batch = -1
         self.states: dict[int, object] = {}
         self.latency: dict[int, np.ndarray] = {}
+        self.arrival: dict[int, float] = {}
         self.metrics: list[pd.DataFrame] = []
 
     def __call__(self, frame, batch_id: int) -> None:
@@ -234,6 +235,7 @@ class Collector:
             if r["state"] is not None:
                 self.states[r["worker"]] = r["state"]
         self.latency[batch_id] = message_latency(records)
+        self.arrival[batch_id] = first_arrival(records)
         self.metrics.append(metrics)
         self.done += len(self.latency[batch_id])
         self.batches += 1
@@ -313,14 +315,19 @@ def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
     return table.drop(columns=["first_start", "last_end"])
 
 
-def after_warmup(batches: pd.DataFrame, latency: dict[int, np.ndarray]) -> tuple[np.ndarray | None, float]:
-    """The latencies of the messages of the batches after the first and their throughput over those
-    batches' span; only batches whose progress Spark reported count.  (None, nan) with one batch."""
+def after_warmup(batches: pd.DataFrame, latency: dict[int, np.ndarray],
+                 arrival: dict[int, float]) -> tuple[np.ndarray | None, float]:
+    """The latencies of the messages of the batches after the first and their throughput: their count
+    over the time from when the first of them arrived (or its batch started, if earlier) to when the
+    last batch ended.  Under an offered rate the steady batches' messages arrive from the warm-up
+    batch on, so timing from the second batch's start would count more than was offered.  Only
+    batches whose progress Spark reported count.  (None, nan) with one batch."""
     steady = batches[batches["batch"] > batches["batch"].min()]
     if steady.empty:
         return None, float("nan")
     warm = np.concatenate([latency[b] for b in steady["batch"] if b in latency] or [np.empty(0)])
-    span = (steady["started"] + steady["duration"]).max() - steady["started"].min()
+    begin = np.nanmin([steady["started"].min(), *(arrival.get(b, np.nan) for b in steady["batch"])])
+    span = (steady["started"] + steady["duration"]).max() - begin
     return warm, len(warm) / span if span > 0 else float("nan")
 
 
@@ -346,7 +353,7 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
     stored = metrics.groupby("worker")["stored"].sum().reindex(range(W), fill_value=0).to_numpy()
     probed = metrics.groupby("worker")["probed"].sum().reindex(range(W), fill_value=0).to_numpy()
     first = int(batches["batch"].min()) if len(batches) else 0
-    lat, throughput = after_warmup(batches, collector.latency)
+    lat, throughput = after_warmup(batches, collector.latency, collector.arrival)
     if lat is None:
         lat, throughput = np.concatenate(list(collector.latency.values())), stream.messages / elapsed
     intended, actual = metrics["delay_intended"].to_numpy(), metrics["delay_actual"].to_numpy()
@@ -407,6 +414,9 @@ def session(url: str, name: str):
     # A driver started as plain `python` (not spark-submit) ignores spark.pyspark.python and would send
     # executors `python3` from their PATH, which lacks the project: name the interpreter explicitly.
     os.environ.setdefault("PYSPARK_PYTHON", spark_default("spark.pyspark.python") or sys.executable)
+    # The driver's JVM reads spark-defaults.conf (the cluster's secret) from here: without it the
+    # master drops the connection and the driver waits 60 s for "All masters are unresponsive".
+    os.environ.setdefault("SPARK_CONF_DIR", str(conf_dir()))
     spark = (SparkSession.builder.master(url).appName(name)
              .config("spark.python.daemon.module",
                      spark_default("spark.python.daemon.module") or "skewbench.bench.spark.daemon")
