@@ -11,7 +11,7 @@ BENCH_CORES   ?= 50
 # Memory per worker node and executor heap: heaps of 512m spent seconds per task in GC at W >= 50.
 BENCH_MEMORY  ?= 5g
 BENCH_EXECUTOR_MEMORY ?= 4g
-ONLY          ?= storm,efficiency,aggregation
+ONLY          ?= storm,offered,efficiency,aggregation
 
 .PHONY: setup test study speed bench clean
 

@@ -199,32 +199,51 @@ def scale_out(folder: Path) -> list[str]:
 
 def storm(folder: Path) -> list[str]:
     """The PKG paper's Storm experiment on Spark (``make bench``): throughput vs. delay, counters."""
-    data = _load(folder, "storm")
+    return _storm_like(folder, "storm", "as fast as the pipeline goes",
+                       "A micro-batch lasts the engine's per-batch cost *plus* the busiest worker's time, where Storm "
+                       "overlaps the two; and nothing but the workers bounds the input here, while the paper's "
+                       "PKG and SG lost only 37 % over a tenfold delay, so its spout bounded it.  So every scheme "
+                       "here loses about as much as the delay adds, and the KG / PKG ratio at the largest delay is "
+                       "the number to compare; the offered-rate runs below put the input bound back.")
+
+
+def offered(folder: Path) -> list[str]:
+    """The same runs under an offered rate: KG's throughput at its saturation delay."""
+    return _storm_like(folder, "offered", "offered open loop at KG's throughput at 0.4 ms",
+                       "The input is offered at the rate KG sustains at 0.4 ms (the paper's KG saturation point), "
+                       "measured by the runs above: below it every scheme carries the offered rate, above it each "
+                       "carries what its busiest worker allows.  Latency counts from each message's intended "
+                       "arrival, so a scheme that falls behind accumulates a backlog (open loop).")
+
+
+def _storm_like(folder: Path, name: str, how: str, note: str) -> list[str]:
+    data = _load(folder, name)
     if data is None:
         return []
     grid = sns.relplot(data=data, x="delay_ms", y="throughput", hue="scheme", kind="line", marker="o",
                        estimator="median", errorbar=("pi", 100), height=3, aspect=1.5)
     grid.set(xlabel="delay per message (ms)", ylabel="messages/s (median, range over seeds)")
-    median = data.groupby(["delay_ms", "scheme"])["throughput"].median().unstack("scheme")
-    table = median.assign(**{"kg / pkg": median["kg"] / median["pkg"]}).reset_index().round(3)
-    lines = ["## PKG Storm experiment on Spark — word count, WP, 1 source, 9 workers", "",
-             _figure(folder, "storm_throughput", grid), "", _markdown(table), ""]
-    comparison = folder / "storm_vs_paper.json"
+    median = data.groupby(["delay_ms", "scheme"])[["throughput", "latency_p50"]].median().unstack("scheme")
+    table = median["throughput"].assign(**{"kg / pkg": median["throughput"]["kg"] / median["throughput"]["pkg"],
+                                           "latency p50 kg / pkg": median["latency_p50"]["kg"] /
+                                           median["latency_p50"]["pkg"]})
+    lines = [f"## PKG Storm experiment on Spark — word count, WP, 1 source, 9 workers, {how}", "",
+             _figure(folder, f"{name}_throughput", grid), "", _markdown(table.reset_index().round(3)), ""]
+    comparison = folder / f"{name}_vs_paper.json"
     if comparison.exists():
         c = json.loads(comparison.read_text())
         rows = [[s, c["throughput_drop_pct"][s], c["paper_throughput_drop_pct"][s], c["counters"][s],
                  c["paper_counters"][s]] for s in ("kg", "pkg", "sg")]
         hi = str(c["delays_ms"][1])
-        lines += [f"Beside the paper (delay {c['delays_ms'][0]} → {c['delays_ms'][1]} ms; median of "
+        offered = f"offered {c['offered_rate']:,.0f} messages/s; " if c.get("offered_rate") else ""
+        lines += [f"Beside the paper (delay {c['delays_ms'][0]} → {c['delays_ms'][1]} ms; {offered}median of "
                   f"{c['runs_per_point']} runs; paper: PKG {c['paper_pkg_throughput_gain_pct']} % above KG):", "",
                   _markdown(pd.DataFrame(rows, columns=["scheme", "drop % ours", "drop % paper", "counters ours",
                                                         "counters paper"])), "",
                   f"KG drops most: {c['kg_drops_most']}; KG / PKG at {hi} ms: {c['kg_over_pkg_throughput'][hi]} "
                   f"(paper {c['paper_kg_over_pkg_at_largest_delay']}); PKG's counters between KG's and SG's: "
                   f"{c['pkg_counters_between_kg_and_sg']}; every answer equal to the reference: {c['all_correct']}. "
-                  "A micro-batch lasts the engine's per-batch cost *plus* the busiest worker's time, where Storm "
-                  "overlaps the two; so every scheme here loses more of its throughput as the delay grows than in "
-                  "the paper, and the KG / PKG ratio at the largest delay is the number to compare.", ""]
+                  + note, ""]
     return lines
 
 
@@ -348,7 +367,8 @@ def provenance(folder: Path) -> list[str]:
             "Every CSV has a `.meta.json` beside it with the exact configuration.", ""]
 
 
-SECTIONS = (table2, fig2, fig3, fig4, newer, dkg, adaptive, scale_out, storm, aggregation, efficiency, provenance)
+SECTIONS = (table2, fig2, fig3, fig4, newer, dkg, adaptive, scale_out, storm, offered, aggregation, efficiency,
+            provenance)
 
 
 def write_report(folder: Path) -> Path:

@@ -6,6 +6,11 @@
   ``published.yaml``: throughput drop from the smallest to the largest delay (paper: KG −60 %,
   PKG and SG −37 %), KG's throughput over PKG's at each delay (paper: PKG +60 %) and memory
   counters (paper: KG 2.9e6 < PKG 3.6e6 < SG 7.2e6).
+* ``offered`` — the same runs under an offered rate (open loop): KG's median ``storm`` throughput at
+  0.4 ms, the delay the paper names as KG's saturation point.  Its Storm topology did not saturate
+  at 0.1 ms (PKG and SG lost only 37 % over a tenfold delay), so its single spout bounded the input;
+  offering what saturates KG at 0.4 ms puts the pipeline where the paper's was.  Needs ``storm`` in
+  the same run (it calibrates the rate).
 * ``efficiency`` — engine efficiency: sg (balanced), delay 1 ms, W = 10, 20, 50, 100 (as many as
   the cluster has task slots for): throughput ÷ the ideal W / delay, and the engine overhead per
   micro-batch (batch duration − the busiest worker's busy time) as W grows; each W also runs with
@@ -19,7 +24,7 @@
 A short warm-up run comes first.  Every run is a ``skewbench run`` (:func:`skewbench.bench.spark.run.run`)
 in one Spark application, kept in ``OUT/runs/<name>``; the tables go to ``OUT/<experiment>.csv`` with
 provenance, the comparisons (medians over :data:`REPEATS` seeds) to ``OUT/<experiment>_vs_paper.json``.
-``python -m skewbench.bench.cluster_bench --out DIR [--only storm,efficiency,aggregation] [--quick]``.
+``python -m skewbench.bench.cluster_bench --out DIR [--only storm,offered,efficiency,aggregation] [--quick]``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -36,23 +42,31 @@ from skewbench.bench.spark.run import (OVERHEAD_PARTS, Config, RunError, free_sl
                                        session)
 
 STORM_SCHEMES = ["kg", "pkg", "sg"]
-STORM_DELAYS_MS = [0.1, 0.4, 1.0]  # 0.4 ms: where the paper's KG saturates
+STORM_DELAYS_MS = [0.1, 0.4, 1.0]
+KG_SATURATION_DELAY_MS = 0.4  # the paper's KG saturation point: ``offered`` offers KG's throughput there
 REPEATS = 3  # storm runs per (scheme, delay), seeds 0..2, interleaved; the comparison takes medians
 STORM_WORKERS = 9
 EFFICIENCY_WORKERS = [10, 20, 50, 100]
 AGGREGATION_DELAY_MS = 0.4
 AGGREGATION_PERIODS = [0, 1, 2, 4]  # micro-batches; 0: no flush
 BATCHES = 5  # micro-batches per run; the first is warm-up
-EXPERIMENTS = ("storm", "efficiency", "aggregation")
+EXPERIMENTS = ("storm", "offered", "efficiency", "aggregation")
 
 
-def storm_configs(out: Path, quick: bool) -> list[Config]:
+def storm_configs(out: Path, quick: bool, experiment: str = "storm") -> list[Config]:
+    """As fast as the pipeline goes (``rate`` 0); ``offered`` sets the rate once ``storm`` measured it."""
     per_worker = 1000 if quick else 10_000  # messages per worker and batch: 10 s of work at 1 ms
     rows = STORM_WORKERS * per_worker
     return [Config(app="wordcount", scheme=scheme, workers=STORM_WORKERS, sources=1, delay_ms=delay, workload="wp",
                    messages=rows * BATCHES, batch_rows=rows, seed=seed,
-                   out=str(out / f"storm-{scheme}-{delay}-s{seed}"))
+                   out=str(out / f"{experiment}-{scheme}-{delay}-s{seed}"))
             for seed in range(1 if quick else REPEATS) for delay in STORM_DELAYS_MS for scheme in STORM_SCHEMES]
+
+
+def offered_rate(storm: pd.DataFrame) -> float:
+    """KG's median throughput at its saturation delay in the ``storm`` runs."""
+    at = storm[(storm["scheme"] == "kg") & (storm["delay_ms"] == KG_SATURATION_DELAY_MS)]
+    return float(round(at["throughput"].median()))
 
 
 def efficiency_configs(out: Path, quick: bool, slots: int) -> list[Config]:
@@ -88,7 +102,7 @@ def warmup_config(out: Path) -> Config:
 def row(config: Config, summary: dict) -> dict:
     ideal = config.workers / (config.delay_ms / 1000) if config.delay_ms > 0 else float("nan")
     return {"scheme": config.scheme, "workers": config.workers, "sources": config.sources,
-            "delay_ms": config.delay_ms, "seed": config.seed, "messages": summary["messages"],
+            "delay_ms": config.delay_ms, "rate": config.rate, "seed": config.seed, "messages": summary["messages"],
             "batch_rows": config.batch_rows, "correct": summary["correct"],
             "throughput": summary["throughput_msgs_per_s"], "ideal": ideal,
             "efficiency": summary["throughput_msgs_per_s"] / ideal,
@@ -109,7 +123,7 @@ def compare_storm(table: pd.DataFrame) -> dict:
 
     paper = published()["pkg"]["storm_deployment"]
     lo, hi = table["delay_ms"].min(), table["delay_ms"].max()
-    at = table.groupby(["scheme", "delay_ms"])[["throughput", "counters"]].median()
+    at = table.groupby(["scheme", "delay_ms"])[["throughput", "counters", "latency_p50"]].median()
     drop = {s: float(1 - at.loc[(s, hi), "throughput"] / at.loc[(s, lo), "throughput"]) for s in STORM_SCHEMES}
     counters = {s: int(at.loc[(s, lo), "counters"]) for s in STORM_SCHEMES}
     delays = sorted(table["delay_ms"].unique())
@@ -118,8 +132,12 @@ def compare_storm(table: pd.DataFrame) -> dict:
         "runs_per_point": int(table.groupby(["scheme", "delay_ms"]).size().min()),
         "median_throughput": {s: {str(d): round(float(at.loc[(s, d), "throughput"])) for d in delays}
                               for s in STORM_SCHEMES},
+        "offered_rate": float(table["rate"].max()) if "rate" in table else 0.0,
         "kg_over_pkg_throughput": {str(d): round(float(at.loc[("kg", d), "throughput"] /
                                                        at.loc[("pkg", d), "throughput"]), 3) for d in delays},
+        "kg_over_pkg_latency_p50": {str(d): round(float(at.loc[("kg", d), "latency_p50"] /
+                                                        at.loc[("pkg", d), "latency_p50"]), 3) for d in delays},
+        "paper_kg_over_pkg_latency_max": 1 + paper["kg_latency_vs_pkg_max_increase_pct"] / 100,
         "paper_pkg_throughput_gain_pct": paper["headline"]["throughput_gain_pct"],
         "paper_kg_over_pkg_at_largest_delay": round(1 / (1 + paper["headline"]["throughput_gain_pct"] / 100), 3),
         "throughput_drop_pct": {s: round(100 * d, 1) for s, d in drop.items()},
@@ -158,7 +176,8 @@ def compare_aggregation(table: pd.DataFrame) -> dict:
             "all_correct": bool(table["correct"].all())}
 
 
-COMPARISONS = {"storm": compare_storm, "aggregation": compare_aggregation}  # → OUT/<experiment>_vs_paper.json
+# → OUT/<experiment>_vs_paper.json
+COMPARISONS = {"storm": compare_storm, "offered": compare_storm, "aggregation": compare_aggregation}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if unknown:
             raise RunError(f"unknown experiment(s) {', '.join(unknown)}; use {', '.join(EXPERIMENTS)}")
+        if "offered" in only and "storm" not in only:
+            raise RunError("experiment offered offers the rate that storm measures: run both (--only storm,offered)")
         if args.out.exists():
             raise RunError(f"--out {args.out} exists; results are never overwritten: pick another folder")
         probe = Config(app="wordcount", scheme="kg", workers=1, sources=1, delay_ms=0)
@@ -184,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs = args.out / "runs"
     plan = {"storm": storm_configs(runs, args.quick) if "storm" in only else [],
+            "offered": storm_configs(runs, args.quick, "offered") if "offered" in only else [],
             "efficiency": efficiency_configs(runs, args.quick, slots) if "efficiency" in only else [],
             "aggregation": aggregation_configs(runs, args.quick) if "aggregation" in only else []}
     runs.mkdir(parents=True)
@@ -192,15 +214,19 @@ def main(argv: list[str] | None = None) -> int:
         with Progress(1 + sum(map(len, plan.values()))) as progress:
             progress.step("warm-up run (not reported)")
             run(warmup_config(runs), spark=spark)
+            tables = {}
             for experiment, configs in plan.items():
+                if experiment == "offered" and configs:
+                    configs = [replace(c, rate=offered_rate(tables["storm"])) for c in configs]
                 rows = []
                 for config in configs:
+                    offered = f" offered at {config.rate:,.0f}/s" if config.rate else ""
                     progress.step(f"{experiment}: {config.scheme} W={config.workers} delay {config.delay_ms} ms, "
-                                  f"{config.messages:,} messages")
+                                  f"{config.messages:,} messages{offered}")
                     rows.append(row(config, run(config, spark=spark)))
                 if not rows:
                     continue
-                table = pd.DataFrame(rows)
+                table = tables[experiment] = pd.DataFrame(rows)
                 table.to_csv(args.out / f"{experiment}.csv", index=False)
                 write_metadata(args.out / f"{experiment}.csv", {"experiment": experiment, "master": url,
                                                                 "slots": slots, "quick": args.quick})

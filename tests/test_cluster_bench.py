@@ -7,10 +7,11 @@ import pandas as pd
 from skewbench.bench import cluster_bench as cb
 
 
-def storm_table(throughput: dict, counters: dict) -> pd.DataFrame:
-    """Three repeats per point: the given throughput, a far outlier and a near one (median = given)."""
-    return pd.DataFrame([{"scheme": s, "delay_ms": d, "seed": r, "throughput": t * f, "counters": counters[s],
-                          "correct": True}
+def storm_table(throughput: dict, counters: dict, rate: float = 0.0) -> pd.DataFrame:
+    """Three repeats per point: the given throughput, a far outlier and a near one (median = given);
+    latency is 1000 / throughput."""
+    return pd.DataFrame([{"scheme": s, "delay_ms": d, "rate": rate, "seed": r, "throughput": t * f,
+                          "latency_p50": 1000 / (t * f), "counters": counters[s], "correct": True}
                          for (s, d), t in throughput.items() for r, f in enumerate([1.0, 3.0, 0.99])])
 
 
@@ -23,6 +24,8 @@ def test_storm_comparison_reads_drops_and_counter_order():
     assert c["kg_drops_most"] and c["pkg_counters_between_kg_and_sg"] and c["all_correct"]
     assert c["runs_per_point"] == 3 and c["median_throughput"]["kg"] == {"0.1": 1000, "1.0": 400}
     assert c["kg_over_pkg_throughput"] == {"0.1": 1.0, "1.0": round(400 / 630, 3)}
+    assert c["kg_over_pkg_latency_p50"] == {"0.1": 1.0, "1.0": round(630 / 400, 3)}
+    assert c["paper_kg_over_pkg_latency_max"] == 1.45 and c["offered_rate"] == 0.0
     assert c["paper_counters"] == {"kg": 2.9e6, "pkg": 3.6e6, "sg": 7.2e6}
     assert c["paper_kg_over_pkg_at_largest_delay"] == 0.625  # PKG +60 %
 
@@ -32,6 +35,11 @@ def test_storm_comparison_says_when_the_shape_differs():
                          ("sg", 0.1): 1000, ("sg", 1.0): 500}, {"kg": 40, "pkg": 12, "sg": 30})
     c = cb.compare_storm(table)
     assert not c["kg_drops_most"] and not c["pkg_counters_between_kg_and_sg"]
+
+
+def test_offered_rate_is_kgs_median_throughput_at_its_saturation_delay():
+    table = storm_table({("kg", 0.1): 1000, ("kg", 0.4): 700, ("kg", 1.0): 400, ("pkg", 0.4): 900}, {"kg": 1, "pkg": 1})
+    assert cb.offered_rate(table) == 700.0
 
 
 def aggregation_table(pkg_factor: float = 1.1) -> pd.DataFrame:
@@ -60,7 +68,8 @@ def test_plan_fits_the_cluster():
     assert len({c.seed for c in storm}) == cb.REPEATS
     assert [(c.workers, c.delay_ms) for c in cb.efficiency_configs(Path("/x"), quick=True, slots=60)] == [
         (10, 1.0), (10, 0.0), (20, 1.0), (20, 0.0), (50, 1.0), (50, 0.0)]
-    assert len({c.out for c in storm}) == len(storm)
+    offered = cb.storm_configs(Path("/x"), quick=False, experiment="offered")
+    assert len({c.out for c in storm + offered}) == 2 * len(storm)
     aggregation = cb.aggregation_configs(Path("/x"), quick=False)
     assert len(aggregation) == (1 + 2 * len(cb.AGGREGATION_PERIODS)) * cb.REPEATS
     assert {(c.scheme, c.aggregation_period) for c in aggregation if c.scheme == "kg"} == {("kg", 0)}
@@ -72,6 +81,8 @@ def test_bad_input_exits_2_before_touching_the_cluster(tmp_path, capsys):
     assert "unknown experiment" in capsys.readouterr().err
     assert cb.main(["--out", str(tmp_path)]) == 2
     assert "never overwritten" in capsys.readouterr().err
+    assert cb.main(["--out", str(tmp_path / "x"), "--only", "offered"]) == 2
+    assert "run both (--only storm,offered)" in capsys.readouterr().err
 
 
 def test_report_draws_the_bench_tables(tmp_path):
@@ -82,6 +93,10 @@ def test_report_draws_the_bench_tables(tmp_path):
                          ("sg", 0.1): 1000, ("sg", 1.0): 600}, {"kg": 10, "pkg": 12, "sg": 30})
     table.to_csv(tmp_path / "storm.csv", index=False)
     (tmp_path / "storm_vs_paper.json").write_text(__import__("json").dumps(cb.compare_storm(table)))
+    offered = storm_table({("kg", 0.1): 900, ("kg", 1.0): 360, ("pkg", 0.1): 900, ("pkg", 1.0): 567,
+                           ("sg", 0.1): 900, ("sg", 1.0): 540}, {"kg": 10, "pkg": 12, "sg": 30}, rate=900.0)
+    offered.to_csv(tmp_path / "offered.csv", index=False)
+    (tmp_path / "offered_vs_paper.json").write_text(__import__("json").dumps(cb.compare_storm(offered)))
     pd.DataFrame([{"workers": w, "delay_ms": d, "batch_rows": 10_000 * w, "throughput": t, "ideal": w * 1000.0,
                    "efficiency": t / (w * 1000.0), "overhead_median_s": 2.0 * w / 10, "batch_median_s": 12.0,
                    "before_workers_median_s": 1.0, "workers_spread_median_s": 0.1 * w, "after_workers_median_s": 0.5,
@@ -95,12 +110,14 @@ def test_report_draws_the_bench_tables(tmp_path):
     assert "## PKG Storm experiment on Spark" in report and "## Engine efficiency" in report
     assert "## PKG Storm experiment 2 on Spark — aggregation period" in report
     assert "| 2 | 10 | 1.1 | 0.5 | 1.22 |" in report  # T, seconds, pkg/sg throughput and counters, pkg/kg
-    assert "| 1 | 400 | 630 | 600 | 0.635 |" in report  # median throughput per delay, kg / pkg
+    assert "| 1 | 400 | 630 | 600 | 0.635 | 1.57 |" in report  # median throughput per delay, kg / pkg
+    assert "9 workers, offered open loop" in report and "offered 900 messages/s;" in report
     assert "| kg | 60 | 60 | 10 | 2,900,000 |" in report
     assert "KG / PKG at 1.0 ms: 0.635 (paper 0.625)" in report
     assert "Efficiency ≥ 70 %: at W = 10, 20." in report
     assert "sustains without delay: W = 20 (capacity 30,000 ≥ 20,000 messages/s); efficiency there 70 %." in report
-    for png in ("storm_throughput.png", "efficiency.png", "efficiency_overhead.png", "aggregation.png"):
+    for png in ("storm_throughput.png", "offered_throughput.png", "efficiency.png", "efficiency_overhead.png",
+                "aggregation.png"):
         assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report
 
 
