@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import sys
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def _markdown(table: pd.DataFrame) -> str:
     header = "| " + " | ".join(map(str, table.columns)) + " |"
     rule = "|" + "---|" * len(table.columns)
     def cell(v) -> str:
-        if not isinstance(v, float):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
             return str(v)
         return f"{v:,.0f}" if 1e3 <= abs(v) < 1e9 else f"{v:.3g}"  # rates and counts in full
     return "\n".join([header, rule] + ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.values])
