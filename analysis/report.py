@@ -236,8 +236,8 @@ def _storm_like(folder: Path, name: str, how: str, note: str) -> list[str]:
         rows = [[s, c["throughput_drop_pct"][s], c["paper_throughput_drop_pct"][s], c["counters"][s],
                  c["paper_counters"][s]] for s in ("kg", "pkg", "sg")]
         hi = str(c["delays_ms"][1])
-        offered = f"offered {c['offered_rate']:,.0f} messages/s; " if c.get("offered_rate") else ""
-        lines += [f"Beside the paper (delay {c['delays_ms'][0]} → {c['delays_ms'][1]} ms; {offered}median of "
+        rate = f"offered {c['offered_rate']:,.0f} messages/s; " if c.get("offered_rate") else ""
+        lines += [f"Beside the paper (delay {c['delays_ms'][0]} → {c['delays_ms'][1]} ms; {rate}median of "
                   f"{c['runs_per_point']} runs; paper: PKG {c['paper_pkg_throughput_gain_pct']} % above KG):", "",
                   _markdown(pd.DataFrame(rows, columns=["scheme", "drop % ours", "drop % paper", "counters ours",
                                                         "counters paper"])), "",
@@ -361,9 +361,14 @@ def provenance(folder: Path) -> list[str]:
     metas = sorted(folder.glob("*.meta.json"))
     if not metas:
         return []
-    env = json.loads(metas[0].read_text())["environment"]
+    envs = {m.name.removesuffix(".meta.json"): json.loads(m.read_text())["environment"] for m in metas}
+    by_commit: dict[str, list[str]] = {}
+    for name, e in envs.items():  # a report folder may gather tables measured at different commits
+        by_commit.setdefault(e["git_commit"], []).append(name)
+    commits = "; ".join(f"`{c}` ({', '.join(names)})" for c, names in by_commit.items())
+    env = next(iter(envs.values()))
     pkgs = ", ".join(f"{k} {v}" for k, v in env["packages"].items())
-    return ["## Provenance", f"commit `{env['git_commit']}`, Python {env['python']}, {pkgs}; "
+    return ["## Provenance", f"commit {commits}, Python {env['python']}, {pkgs}; "
             f"{env['machine']['cpus']} CPUs on {env['machine']['system']}. "
             "Every CSV has a `.meta.json` beside it with the exact configuration.", ""]
 

@@ -132,7 +132,7 @@ def compare_storm(table: pd.DataFrame) -> dict:
         "runs_per_point": int(table.groupby(["scheme", "delay_ms"]).size().min()),
         "median_throughput": {s: {str(d): round(float(at.loc[(s, d), "throughput"])) for d in delays}
                               for s in STORM_SCHEMES},
-        "offered_rate": float(table["rate"].max()) if "rate" in table else 0.0,
+        "offered_rate": float(table["rate"].max()),
         "kg_over_pkg_throughput": {str(d): round(float(at.loc[("kg", d), "throughput"] /
                                                        at.loc[("pkg", d), "throughput"]), 3) for d in delays},
         "kg_over_pkg_latency_p50": {str(d): round(float(at.loc[("kg", d), "latency_p50"] /

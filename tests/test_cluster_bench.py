@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from skewbench.analysis.published import published
 from skewbench.bench import cluster_bench as cb
 
 
@@ -40,6 +41,8 @@ def test_storm_comparison_says_when_the_shape_differs():
 def test_offered_rate_is_kgs_median_throughput_at_its_saturation_delay():
     table = storm_table({("kg", 0.1): 1000, ("kg", 0.4): 700, ("kg", 1.0): 400, ("pkg", 0.4): 900}, {"kg": 1, "pkg": 1})
     assert cb.offered_rate(table) == 700.0
+    paper = published()["pkg"]["storm_deployment"]["kg_saturation_delay_ms"]
+    assert cb.KG_SATURATION_DELAY_MS == paper and paper in cb.STORM_DELAYS_MS
 
 
 def aggregation_table(pkg_factor: float = 1.1) -> pd.DataFrame:
