@@ -92,7 +92,7 @@ def router_at(run: tuple, source: int, offset: int, stream) -> Scheme:
     """
     position, router = 0, None
     for found in (_LIVE.pop((run, source), None), _load(run, source)):
-        if found is not None and found[0] <= offset and found[0] >= position:
+        if found is not None and position <= found[0] <= offset:
             position, router = found
     if router is None:
         if run not in _INITIAL:
