@@ -11,9 +11,10 @@ BENCH_CORES   ?= 50
 # Memory per worker node and executor heap: heaps of 512m spent seconds per task in GC at W >= 50.
 BENCH_MEMORY  ?= 5g
 BENCH_EXECUTOR_MEMORY ?= 4g
-ONLY          ?= storm,offered,efficiency,aggregation
+# The default studies (bench/studies/*.yaml); engine calibrates the predictions of the others.
+STUDIES       ?= engine matrix storm offered aggregation efficiency
 
-.PHONY: setup test study speed bench clean
+.PHONY: setup test study speed bench report clean
 
 setup: $(STAMP)
 
@@ -27,16 +28,19 @@ test: setup  ## unit + conformance + analytical tests
 	$(PY) -m pytest -q
 
 study: setup  ## the PKG paper's simulations (Table II, Fig. 2) plus every newer scheme, into $(OUT)
-	$(PY) -m skewbench.bench.paper_study --out $(OUT) --messages $(MESSAGES)
+	$(VENV)/bin/skewbench study --out $(OUT) --messages $(MESSAGES)
 
 speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5, W=100)
 	$(VENV)/bin/skewbench speed
 
-bench: setup  ## the cluster experiments (PKG's Storm experiments on Spark, engine efficiency vs W) into $(OUT)
+bench: setup  ## the study files $(STUDIES) on a local Spark cluster into $(OUT) (QUICK=1: a smoke run; RESUME=1 OUT=DIR: finish DIR)
 	$(MAKE) cluster-up WORKERS=$(BENCH_WORKERS) CORES=$(BENCH_CORES) MEMORY=$(BENCH_MEMORY) \
 	    EXECUTOR_MEMORY=$(BENCH_EXECUTOR_MEMORY)
-	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf .venv-cluster/bin/python -m skewbench.bench.cluster_bench \
-	    --out $(OUT) --only $(ONLY) $(if $(QUICK),--quick)
+	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf $(VENV)/bin/skewbench bench $(STUDIES:%=bench/studies/%.yaml) \
+	    --out $(OUT) $(if $(QUICK),--quick) $(if $(RESUME),--resume)
+
+report: setup  ## rewrite OUT/report.md from the result files in OUT
+	$(VENV)/bin/skewbench report $(OUT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -318,7 +318,7 @@ def efficiency(folder: Path) -> list[str]:
             + efficiency_verdict(table), ""]
 
 
-#: The parts of a batch's engine overhead (``skewbench.bench.spark.run.batch_table``), as the report names them.
+#: The parts of a batch's engine overhead (``skewbench.bench.spark.summary.batch_table``), as the report names them.
 OVERHEAD_PARTS = {"before_workers_median_s": "before the first worker starts (routing, shuffle, task launch)",
                   "workers_spread_median_s": "workers starting late (task launch) or waiting for a core",
                   "after_workers_median_s": "after the last worker ends (results, state commits, driver)"}
@@ -357,6 +357,51 @@ def efficiency_verdict(table: pd.DataFrame) -> str:
             f"{100 * top['efficiency']:.0f} %.")
 
 
+def bench_results(folder: Path) -> list[str]:
+    """``skewbench bench``'s ``results.csv``: correctness, the simulator's predictions beside the
+    measurements (error distribution, the worst five and where their error comes from), the matrix."""
+    path = folder / "results.csv"
+    if not path.exists():
+        return []
+    data = pd.read_csv(path)
+    lines = ["## Every run of the bench — measured on Spark, predicted by the simulator", "",
+             f"{len(data)} runs in {data['study'].nunique()} studies; {int(data['correct'].sum())} gave the "
+             f"single-process reference's answer; in {int(data['sim_exact'].sum())} the messages and probes every "
+             "worker handled equal the simulator's exactly.", ""]
+    judged = data[data["predicted_throughput"].notna() & ~data["engine_study"].astype(bool)]
+    if len(judged):
+        error = judged["prediction_error"].abs()
+        grid = sns.relplot(data=judged, x="throughput", y="predicted_throughput", hue="study", style="app",
+                           height=3.5, aspect=1.3)
+        top = max(judged["throughput"].max(), judged["predicted_throughput"].max())
+        for ax in grid.axes.flat:
+            ax.plot([0, top], [0, top], color="grey", lw=0.8, ls="--")
+            ax.set(xscale="log", yscale="log", xlabel="measured messages/s", ylabel="predicted messages/s")
+        worst = judged.assign(abs_error=error).nlargest(5, "abs_error")
+        worst = worst.assign(why=[_why(r) for _, r in worst.iterrows()])
+        lines += [_figure(folder, "prediction", grid), "",
+                  f"Prediction error |predicted / measured − 1| over the {len(judged)} runs outside the engine "
+                  f"calibration: median {100 * error.median():.1f} %, 90th percentile {100 * error.quantile(0.9):.1f} %. "
+                  "The worst five:", "",
+                  _markdown(worst[["study", "app", "scheme", "workers", "sources", "delay_ms", "throughput",
+                                   "predicted_throughput", "prediction_error", "why"]].round(3)), ""]
+    matrix = data[data["study"] == "matrix"]
+    if len(matrix):
+        by = matrix.groupby(["scheme", "app"])["throughput"].median().unstack("app")
+        lines += ["### The matrix study — median throughput (messages/s) per scheme and app, all its points", "",
+                  _markdown(by.reset_index().round(0)), ""]
+    return lines
+
+
+def _why(row: pd.Series) -> str:
+    """Where a prediction's error comes from: the engine's cost or the busiest worker's work per batch."""
+    engine = row["predicted_overhead_s"] - row["overhead_median_s"]
+    work = row["predicted_busiest_s"] - row["busiest_median_s"]
+    part = "engine cost" if abs(engine) >= abs(work) else "busiest worker"
+    return (f"{part}: engine {row['overhead_median_s']:.2f} s measured vs {row['predicted_overhead_s']:.2f} s "
+            f"predicted, busiest worker {row['busiest_median_s']:.2f} vs {row['predicted_busiest_s']:.2f} s per batch")
+
+
 def provenance(folder: Path) -> list[str]:
     metas = sorted(folder.glob("*.meta.json"))
     if not metas:
@@ -373,8 +418,8 @@ def provenance(folder: Path) -> list[str]:
             "Every CSV has a `.meta.json` beside it with the exact configuration.", ""]
 
 
-SECTIONS = (table2, fig2, fig3, fig4, newer, dkg, adaptive, scale_out, storm, offered, aggregation, efficiency,
-            provenance)
+SECTIONS = (bench_results, table2, fig2, fig3, fig4, newer, dkg, adaptive, scale_out, storm, offered, aggregation,
+            efficiency, provenance)
 
 
 def write_report(folder: Path) -> Path:

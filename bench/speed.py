@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.scheme import REGISTRY, Stats, make_scheme
-from skewbench.simulator.engine import source_of_each_message
+from skewbench.sources import source_of_each_message, source_routers
 from skewbench.stream import Stream
 
 BASELINE = "kg"
@@ -39,13 +39,9 @@ def _fitted(name: str, workers: int, seed: int, stats: Stats):
 
 def routing_seconds(stream: Stream, name: str, workers: int, sources: int, seed: int, stats: Stats) -> float:
     """Wall time for S fresh per-source routers to route their share of the stream (fingerprints precomputed)."""
-    proto = _fitted(name, workers, seed, stats)
-    if proto.coupling == "global":
-        parts = [(proto, stream.fps, stream.clock)]
-    else:
-        source = source_of_each_message(stream, sources, "shuffle")
-        parts = [(proto if s == 0 else proto.spawn(), stream.fps[source == s], stream.clock[source == s])
-                 for s in range(sources)]
+    routers = source_routers(_fitted(name, workers, seed, stats), sources)
+    source = source_of_each_message(stream, len(routers), "shuffle")  # one router (global): all messages
+    parts = [(router, stream.fps[source == s], stream.clock[source == s]) for s, router in enumerate(routers)]
     began = time.perf_counter()
     for router, fps, clock in parts:
         router.route_many(fps, clock)

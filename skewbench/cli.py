@@ -1,4 +1,4 @@
-"""``skewbench`` command line: simulate studies, measure routing speed, list schemes and workloads.
+"""``skewbench`` command line: simulations, Spark runs and benches, reports, speed, schemes and workloads.
 
 Exit codes: 0 success, 1 a run failed, 2 bad usage or input (unknown scheme, bad SPEC, W < 1 ...),
 130 interrupted.
@@ -121,29 +121,35 @@ RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "m
                "master", "seed", "split", "delay_mode", "aggregation_period", "out")
 
 
-def cmd_run(args) -> int:
+def _in_cluster_python(command: str, argv: list[str]) -> None:
+    """Re-run ``skewbench COMMAND ARGV`` with .venv-cluster's Python (which has PySpark) unless this one has it."""
     import os
 
-    from skewbench.bench.spark.run import CLUSTER_PYTHON, Config, RunError, check
-
-    config = Config(**{k: getattr(args, k) for k in RUN_OPTIONS})
     try:
         import pyspark  # noqa: F401
-    except ImportError:  # the project's .venv: check what needs no Spark, then re-run in .venv-cluster
-        try:
-            check(config, need_cluster=False)
-        except RunError as exc:
-            raise UsageError(str(exc)) from None
-        if not CLUSTER_PYTHON.exists():
-            raise UsageError(f"PySpark is not installed here and {CLUSTER_PYTHON} is missing: run `make cluster-up` "
-                             f"(it builds .venv-cluster), then run this command again")
-        argv = [str(CLUSTER_PYTHON), "-m", "skewbench.cli", "run"]
-        for k in RUN_OPTIONS:
-            if getattr(args, k) is not None:
-                argv += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execv(argv[0], argv)
+        return
+    except ImportError:
+        pass
+    from skewbench.bench.spark.run import CLUSTER_PYTHON
+
+    if not CLUSTER_PYTHON.exists():
+        raise UsageError(f"PySpark is not installed here and {CLUSTER_PYTHON} is missing: run `make cluster-up` "
+                         f"(it builds .venv-cluster), then run this command again")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(str(CLUSTER_PYTHON), [str(CLUSTER_PYTHON), "-m", "skewbench.cli", command, *argv])
+
+
+def cmd_run(args) -> int:
+    from skewbench.bench.spark.run import Config, RunError, check
+
+    config = Config(**{k: getattr(args, k) for k in RUN_OPTIONS})
+    try:  # what needs no Spark is checked here, before any re-exec
+        check(config, need_cluster=False)
+    except RunError as exc:
+        raise UsageError(str(exc)) from None
+    _in_cluster_python("run", [part for k in RUN_OPTIONS if getattr(args, k) is not None
+                               for part in (f"--{k.replace('_', '-')}", str(getattr(args, k)))])
     from skewbench.bench.spark.run import run
 
     try:
@@ -161,6 +167,46 @@ def cmd_run(args) -> int:
           f"delay {summary['delay_mode']} error {summary['delay']['error'] or 0:+.2%}")
     print(f"wrote {args.out}")
     return 0 if summary["correct"] else EXIT_FAILED
+
+
+def cmd_bench(args) -> int:
+    from skewbench.bench.driver import BenchError, bench
+    from skewbench.bench.studyfile import StudyError, load_all
+
+    try:
+        load_all(args.studies)  # bad study files fail here, before a cluster is asked for
+    except StudyError as exc:
+        raise UsageError(str(exc)) from None
+    _in_cluster_python("bench", [*args.studies, "--out", str(args.out), "--order-seed", str(args.order_seed)]
+                       + ["--resume"] * args.resume + ["--quick"] * args.quick)
+    from skewbench.bench.spark.run import RunError
+
+    try:
+        table = bench(args.studies, args.out, resume=args.resume, quick=args.quick, order_seed=args.order_seed)
+    except (BenchError, RunError) as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        print("skewbench: interrupted; finish with the same command and --resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    wrong = table[~table["correct"].astype(bool)]
+    print(f"{len(table)} runs, {len(wrong)} incorrect; wrote {args.out / 'results.csv'} and {args.out / 'report.md'}")
+    return EXIT_FAILED if len(wrong) else 0
+
+
+def cmd_study(args) -> int:
+    from skewbench.bench.paper_study import main as paper_study
+
+    return paper_study(["--out", str(args.out), "--messages", str(args.messages)]
+                       + (["--only", args.only] if args.only else []))
+
+
+def cmd_report(args) -> int:
+    from skewbench.analysis.report import write_report
+
+    if not args.folder.is_dir():
+        raise UsageError(f"{args.folder} is not a results folder")
+    print(f"wrote {write_report(args.folder)}")
+    return 0
 
 
 def cmd_schemes(args) -> int:
@@ -248,6 +294,32 @@ def build_parser() -> argparse.ArgumentParser:
                           "them (default 0: it keeps every counter and sends each batch's counts)")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
     run.set_defaults(func=cmd_run)
+
+    bench = sub.add_parser("bench", help="run study files on the Spark cluster: one row per run, predictions beside",
+                           description="Run every point of the study files (bench/studies/*.yaml) on the cluster "
+                                       "of SPARK_CONF_DIR in a seeded random order, each checked against the "
+                                       "single-process reference and predicted by the simulator; writes "
+                                       "DIR/results.csv, one CSV per study, comparisons with the papers and "
+                                       "DIR/report.md.")
+    bench.add_argument("studies", nargs="+", metavar="STUDY.yaml", help="study files (schema: bench/studyfile.py)")
+    bench.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder (must not exist)")
+    bench.add_argument("--resume", action="store_true",
+                       help="finish an interrupted bench in DIR: complete runs are kept, the rest run")
+    bench.add_argument("--quick", action="store_true", help="each study's quick: settings (a smoke run)")
+    bench.add_argument("--order-seed", type=int, default=0, metavar="N", help="seed of the run order (default 0)")
+    bench.set_defaults(func=cmd_bench)
+
+    study = sub.add_parser("study", help="the papers' simulations side by side (no cluster), then a report",
+                           description="Every simulation experiment of the papers (skewbench.bench.paper_study) "
+                                       "into DIR, then DIR/report.md.")
+    study.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder (must not exist)")
+    study.add_argument("--messages", type=int, default=2_000_000, metavar="N", help="messages per stream")
+    study.add_argument("--only", metavar="NAMES", help="comma-separated experiment names (default: all)")
+    study.set_defaults(func=cmd_study)
+
+    report = sub.add_parser("report", help="(re)write DIR/report.md from the result files in DIR")
+    report.add_argument("folder", type=Path, metavar="DIR")
+    report.set_defaults(func=cmd_report)
 
     sub.add_parser("schemes", help="list the partitioning schemes").set_defaults(func=cmd_schemes)
     sub.add_parser("workloads", help="list workload SPECs and their parameters").set_defaults(func=cmd_workloads)

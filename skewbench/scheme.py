@@ -9,6 +9,12 @@ fingerprints (:mod:`skewbench.hashing`).
 * :meth:`candidates` is pure: the workers a key may go to, the same on every machine.
 * :meth:`route` / :meth:`route_many` pick among the candidates and update the state;
   ``route_many(fps)`` equals ``[route(fp) for fp in fps]``.
+* :meth:`holders` / :meth:`holder_pairs` say where a key's state may live: every worker that any
+  source's router may ever send the key to, the same answer on every source and at every time
+  (an app sends a read to all of them).  The default is :meth:`candidates` for schemes that keep a
+  key on one worker; schemes that split keys (``splits_keys = True``) or decide per source must
+  override it, or set ``state_everywhere = True`` (a key's state may live on every worker), which
+  :meth:`holds_every_key` answers without listing W workers per key.
 * ``coupling`` tells a driver how sources relate: ``"local"`` — each source routes alone (its
   state depends only on its own messages); ``"global"`` — the scheme models shared state (a global
   load oracle, a routing table every source must agree on), so one object routes all sources'
@@ -90,6 +96,7 @@ class Scheme:
     adaptive: ClassVar[bool] = False
     offline: ClassVar[bool] = False  # needs fit() with the whole stream's statistics first
     splits_keys: ClassVar[bool] = False  # may send one key to several workers
+    state_everywhere: ClassVar[bool] = False  # a key's state may live on every worker (holders: all W)
 
     def __init__(self, workers: int, seed: int = 0):
         if int(workers) < 1:
@@ -128,6 +135,39 @@ class Scheme:
         """Workers (int64) for a batch of messages, in order; equals the ``route`` loop."""
         raise NotImplementedError
 
+    def holds_every_key(self) -> bool:
+        """Whether every worker may hold state of every key (then :meth:`holder_pairs` lists all W)."""
+        return self.state_everywhere or self.workers == 1
+
+    def holder_pairs(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where the keys ``fps`` (uint64, or their int64 view) may have state, on any source, ever.
+
+        Returns ``(rows, workers)``, int64: one pair per holder of each row's key, grouped by row,
+        workers ascending within a row.  Default: all W when :meth:`holds_every_key`, else the
+        union of :meth:`candidates`, which must then be the same on every source and stay so (the
+        current table of an adaptive scheme: exact while no plan moves a key).  Schemes that split
+        keys override it.
+        """
+        fps = np.ascontiguousarray(fps).view(np.uint64)
+        n, w = len(fps), self.workers
+        if self.holds_every_key() or n == 0:
+            return np.repeat(np.arange(n, dtype=np.int64), w), np.tile(np.arange(w, dtype=np.int64), n)
+        if self.splits_keys:
+            raise NotImplementedError(f"scheme {self.name!r} splits keys but does not say where their state may "
+                                      f"live: override holder_pairs() or set state_everywhere = True")
+        uniq, inverse = np.unique(fps, return_inverse=True)  # ask once per distinct key, then gather per row
+        per_key = [np.sort(np.asarray(self.candidates(int(fp)), dtype=np.int64)) for fp in uniq]
+        sizes = np.array([len(c) for c in per_key], dtype=np.int64)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        counts = sizes[inverse]
+        rows = np.repeat(np.arange(n, dtype=np.int64), counts)
+        offsets = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+        return rows, np.concatenate(per_key)[starts[inverse][rows] + offsets]
+
+    def holders(self, fp: int) -> np.ndarray:
+        """Every worker that may hold state of key ``fp`` (ascending): :meth:`holder_pairs` of one key."""
+        return self.holder_pairs(np.array([fp], dtype=np.uint64))[1]
+
     def route_key(self, key: str | bytes | int, now: float = 0.0) -> int:
         """Convenience: route a raw key (str/bytes/int) by its fingerprint."""
         return self.route(fingerprint(key), now)
@@ -156,6 +196,12 @@ class Scheme:
 def as_fps(fps) -> np.ndarray:
     """Coerce to a contiguous uint64 array of fingerprints."""
     return np.ascontiguousarray(fps, dtype=np.uint64)
+
+
+def choice_pairs(choices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Scheme.holder_pairs` of keys whose holders are the rows of ``choices`` ((n, d) distinct workers)."""
+    n, d = choices.shape
+    return np.repeat(np.arange(n, dtype=np.int64), d), np.sort(choices, axis=1).ravel()
 
 
 def make_scheme(name: str, workers: int, seed: int = 0, **params) -> Scheme:

@@ -9,7 +9,11 @@ import pytest
 
 import skewbench.schemes  # noqa: F401  (registers every scheme)
 from skewbench.hashing import fingerprints
-from skewbench.scheme import MOVE_DTYPE, REGISTRY, Plan, Stats, make_scheme
+from skewbench.scheme import MOVE_DTYPE, REGISTRY, Plan, Scheme, Stats, make_scheme
+from skewbench.schemes.greedy import OnGreedy
+from skewbench.schemes.shuffle_grouping import ShuffleGrouping
+from skewbench.sources import prepare_scheme, source_of_each_message, source_routers
+from skewbench.stream import Stream
 
 NAMES = sorted(REGISTRY)
 WORKER_COUNTS = [1, 2, 7, 100]
@@ -139,3 +143,84 @@ def test_adaptive_plans_are_data_and_install_everywhere(name):
         table = plan.table()
         routed = controller.route_many(plan.table_keys, np.zeros(len(plan.table_keys)))
         assert all(table[int(k)] == int(w) for k, w in zip(plan.table_keys, routed))
+
+
+# -- where a key's state may live -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", [1, 7])
+@pytest.mark.parametrize("name", NAMES)
+def test_holder_pairs_are_grouped_by_row_with_ascending_distinct_workers(name, workers):
+    fps = skewed_fps(500)
+    scheme = fresh(name, workers, fps)
+    rows, held = scheme.holder_pairs(fps.view(np.int64))  # the Spark rows' int64 view of the fingerprints
+    assert rows.dtype == held.dtype == np.int64
+    np.testing.assert_array_equal(np.unique(rows), np.arange(len(fps)))  # every key has a holder
+    assert np.all(np.diff(rows) >= 0) and held.min() >= 0 and held.max() < workers
+    assert np.all(np.diff(held)[np.diff(rows) == 0] > 0)
+    for i in (0, 17, 499):
+        np.testing.assert_array_equal(scheme.holders(int(fps[i])), held[rows == i])
+    assert [len(a) for a in scheme.holder_pairs(fps[:0])] == [0, 0]
+
+
+def test_holders_of_each_kind():
+    fp, w = int(skewed_fps()[0]), 6
+    for name in ("pkg", "pkg-global", "pkg-probe", "potc"):  # each source picks either hash choice
+        np.testing.assert_array_equal(make_scheme(name, w, seed=5).holders(fp),
+                                      np.sort(make_scheme("pkg", w, seed=5).candidates(fp)))
+    for name in ("sg", "dchoices", "wchoices", "dkg", "on-greedy"):
+        assert make_scheme(name, w).holds_every_key()
+        np.testing.assert_array_equal(make_scheme(name, w).holders(fp), np.arange(w))
+    for name in ("kg", "consistent"):
+        assert not make_scheme(name, w).holds_every_key()
+        assert make_scheme(name, w).holders(fp).tolist() == make_scheme(name, w).candidates(fp).tolist()
+    assert make_scheme("pkg", 1).holds_every_key() and make_scheme("pkg", 1).holders(fp).tolist() == [0]
+
+
+def test_a_key_splitting_scheme_must_say_where_its_keys_live():
+    class Splitter(ShuffleGrouping):
+        state_everywhere = False
+    with pytest.raises(NotImplementedError, match="override holder_pairs"):
+        Splitter(4).holders(1)
+
+
+def skewed_stream(n: int = 6000, seed: int = 0) -> Stream:
+    """:func:`skewed_fps` as a stream (one message per second: DKG's promotion cycles run)."""
+    return Stream("skewed", np.random.default_rng(seed).zipf(1.3, n) % 400)
+
+
+def assert_routes_among_holders(proto: Scheme, stream: Stream, sources: int) -> None:
+    """Route ``stream`` from ``sources`` sources the way the simulator does; every worker a key went
+    to must be among its holders, asked of every source's router before and after routing."""
+    routers = source_routers(proto, sources)
+    source = source_of_each_message(stream, len(routers), "shuffle")
+    keys, key_of = np.unique(stream.fps, return_inverse=True)
+
+    def held(router):
+        rows, workers = router.holder_pairs(keys)
+        return rows * router.workers + workers
+
+    before = [held(r) for r in routers]
+    routed = np.empty(stream.messages, dtype=np.int64)
+    for s, router in enumerate(routers):
+        mine = np.flatnonzero(source == s)
+        routed[mine] = key_of[mine] * proto.workers + router.route_many(stream.fps[mine], stream.clock[mine])
+    for pairs in before + [held(r) for r in routers]:
+        missing = np.setdiff1d(routed, pairs)
+        assert not len(missing), (f"{proto.name}: key fp={int(keys[missing[0] // proto.workers])} routed to worker "
+                                  f"{missing[0] % proto.workers}, which is not among its holders")
+
+
+@pytest.mark.parametrize("workers", [2, 7])
+@pytest.mark.parametrize("name", NAMES)
+def test_routed_workers_are_among_the_holders_on_every_source(name, workers):
+    """An app sends a key's reads to its holders: they must cover every worker any source stores it
+    at, whichever source is asked and when (offline schemes fitted, adaptive ones planned once)."""
+    stream = skewed_stream()
+    assert_routes_among_holders(prepare_scheme(name, workers, stream, seed=3), stream, sources=3)
+
+
+def test_the_holder_check_catches_a_scheme_that_answers_for_its_own_source_only():
+    class Forgetful(OnGreedy):  # candidates are this source's table: the other sources place keys elsewhere
+        state_everywhere = False
+    with pytest.raises(AssertionError, match="not among its holders"):
+        assert_routes_among_holders(Forgetful(7), skewed_stream(), sources=3)

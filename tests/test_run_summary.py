@@ -1,9 +1,12 @@
 """The run summary's throughput and latency from what the workers sent (no cluster needed)."""
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 
 from skewbench.bench.spark.latency import first_arrival, handled, message_latency, seqs
-from skewbench.bench.spark.run import after_warmup
+from skewbench.bench.spark.summary import OVERHEAD_PARTS, after_warmup, batch_table, mean_counters
 
 
 def batches(ids):
@@ -74,3 +77,33 @@ def test_peak_pss_sums_each_nodes_last_reading():
 def test_first_arrival_is_the_earliest_intended_time_of_a_batch():
     records = [record([3, 4], 5.0, [2.0, 2.5]), record([], 6.0, []), record([1], 7.0, [1.5])]
     assert first_arrival(records) == 1.5 and np.isnan(first_arrival([record([], 1.0, [])]))
+
+
+def test_batch_table_splits_the_overhead_in_the_order_it_is_paid():
+    progress = [{"batchId": b, "timestamp": f"2026-01-01T00:00:{10 * b:02d}.000Z", "numInputRows": rows,
+                 "durationMs": {"triggerExecution": 8000, "addBatch": 6000}} for b, rows in [(0, 5), (1, 0), (2, 7)]]
+    start = pd.Timestamp("2026-01-01T00:00:00Z").timestamp()
+    metrics = pd.DataFrame({"batch": [0, 0, 2], "stored": [3, 2, 7], "probed": [1, 0, 0],
+                            "busy_seconds": [4.0, 1.0, 2.0], "t_start": start + np.array([1.0, 2.0, 21.5]),
+                            "t_end": start + np.array([5.0, 6.5, 23.5])})
+    table = batch_table(progress, metrics)
+    assert table["batch"].tolist() == [0, 2]  # a batch without input is no batch
+    assert table["copies"].tolist() == [6, 7] and table["addBatch_seconds"].tolist() == [6.0, 6.0]
+    first = table.iloc[0]
+    assert [first[p] for p in OVERHEAD_PARTS] == [1.0, 1.5, 1.5] and first["overhead"] == 8.0 - 4.0
+    assert np.allclose(table[list(OVERHEAD_PARTS)].sum(axis=1), table["overhead"])
+
+
+def test_mean_counters_carries_a_quiet_workers_state_forward():
+    metrics = pd.DataFrame({"batch": [0, 0, 1, 2, 2], "worker": [0, 1, 0, 0, 1], "state_entries": [2, 3, 4, 5, 1]})
+    assert mean_counters(metrics) == ((2 + 3) + (4 + 3) + (5 + 1)) / 3
+
+
+def test_the_summaries_need_no_spark_and_the_run_module_keeps_its_names():
+    check = "import sys, skewbench.bench.spark.summary; print(sorted(m for m in sys.modules if 'pyspark' in m))"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-2000:] + done.stdout
+    from skewbench.bench.spark import run
+    for name in ("Config", "RunError", "run", "session", "master_url", "master_status", "free_slots", "check",
+                 "CLUSTER_PYTHON", "OVERHEAD_PARTS"):
+        assert hasattr(run, name), name

@@ -1,9 +1,12 @@
+import time
+
 import numpy as np
 import pytest
 
+from skewbench.scheme import REGISTRY
+from skewbench.schemes.key_grouping import KeyGrouping
 from skewbench.schemes.pkg import PartialKeyGrouping
-from skewbench.simulator import simulate
-from skewbench.simulator import metrics
+from skewbench.simulator import engine, metrics, simulate
 from skewbench.stream import Stream
 
 REQUIRED = {"workload", "scheme", "workers", "sources", "messages", "avg_imbalance", "imbalance_fraction",
@@ -49,6 +52,36 @@ def test_local_sources_route_exactly_their_own_round_robin_share(stream):
 def test_global_oracle_is_one_router_over_the_whole_stream(stream):
     result = simulate(stream, "pkg-global", workers=9, sources=5)
     np.testing.assert_array_equal(result.routes, PartialKeyGrouping(9).route_many(stream.fps))
+
+
+class SlowStart(KeyGrouping):
+    """Key grouping whose first call in a process takes 0.5 s more, as a numba kernel's compilation does."""
+
+    name = "slow-start"
+    compiled = False
+
+    def route_many(self, fps, now=None):
+        if not SlowStart.compiled:
+            time.sleep(0.5)
+            SlowStart.compiled = True
+        return super().route_many(fps, now)
+
+
+def test_compiling_a_schemes_kernels_is_not_counted_in_its_routing_rate(stream, monkeypatch):
+    monkeypatch.setitem(REGISTRY, SlowStart.name, SlowStart)
+    monkeypatch.setattr(SlowStart, "compiled", False)
+    result = simulate(stream, SlowStart.name, workers=6, sources=3)
+    assert SlowStart.compiled and result.row["route_seconds"] < 0.5
+    np.testing.assert_array_equal(result.routes, simulate(stream, "kg", workers=6, sources=3).routes)
+
+
+@pytest.mark.parametrize("name", ["pkg", "pkg-global", "potc", "off-greedy", "dkg", "llfd", "gedik-scan"])
+def test_warming_up_changes_no_result(stream, name, monkeypatch):
+    warm = simulate(stream, name, workers=7, sources=3, interval=5000)
+    monkeypatch.setattr(engine, "_warm_up", lambda router, stream: None)
+    cold = simulate(stream, name, workers=7, sources=3, interval=5000)
+    np.testing.assert_array_equal(warm.routes, cold.routes)
+    assert warm.row["migrated_keys"] == cold.row["migrated_keys"] and warm.row["plans"] == cold.row["plans"]
 
 
 def test_probing_resets_local_estimates_to_true_loads(stream):

@@ -20,16 +20,10 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 import pandas as pd
 
-from skewbench.hashing import distinct_choices
 from skewbench.scheme import Scheme
 from skewbench.stream import Stream
 
 APPS: dict[str, type[App]] = {}
-
-#: Schemes whose candidate set changes over time or differs per source: a key may be held anywhere.
-ANY_WORKER = frozenset({"sg", "dchoices", "wchoices", "dkg", "on-greedy"})
-#: Schemes that keep a key on (one or both of) its two hash choices, whatever each source decided.
-TWO_CHOICES = frozenset({"pkg", "pkg-global", "pkg-probe", "potc"})
 
 
 def register_app(cls: type[App]) -> type[App]:
@@ -47,49 +41,6 @@ def make_app(name: str, **params) -> App:
     return cls(**params)
 
 
-# -- where a key's state may live ------------------------------------------------------------------
-
-def holder_pairs(scheme: Scheme, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised :func:`holders`: ``(row, worker)`` pairs, one per holder of each row's key.
-
-    ``row`` indexes ``fps``; pairs come grouped by row, workers ascending within a row.
-    """
-    fps = np.ascontiguousarray(fps).view(np.uint64)
-    n, w = len(fps), scheme.workers
-    if n == 0:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    if scheme.name in ANY_WORKER or w == 1:
-        return np.repeat(np.arange(n, dtype=np.int64), w), np.tile(np.arange(w, dtype=np.int64), n)
-    if scheme.name in TWO_CHOICES:
-        both = np.sort(distinct_choices(fps, w, 2, scheme.seed), axis=1)
-        return np.repeat(np.arange(n, dtype=np.int64), 2), both.ravel()
-    if scheme.splits_keys:
-        raise ValueError(f"holders() does not know where scheme {scheme.name!r} keeps a split key; "
-                         "add it to ANY_WORKER or TWO_CHOICES in skewbench/bench/apps/base.py")
-    uniq, inverse = np.unique(fps, return_inverse=True)
-    per_key = [np.sort(np.asarray(scheme.candidates(int(fp)), dtype=np.int64)) for fp in uniq]
-    sizes = np.array([len(c) for c in per_key], dtype=np.int64)
-    starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    flat = np.concatenate(per_key) if per_key else np.empty(0, dtype=np.int64)
-    counts = sizes[inverse]
-    rows = np.repeat(np.arange(n, dtype=np.int64), counts)
-    offsets = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
-    return rows, flat[starts[inverse][rows] + offsets]
-
-
-def holders(scheme: Scheme, fp: int) -> np.ndarray:
-    """Every worker that may hold state of key ``fp`` under ``scheme`` (ascending).
-
-    ``scheme.candidates(fp)`` for schemes that do not split keys and decide the same on every
-    source; both hash choices for pkg / pkg-global / pkg-probe and for potc (each source fixes a
-    key on one of its two choices, not necessarily the same one); all W for sg, dchoices,
-    wchoices, dkg and on-greedy (their candidate sets change over time or differ per source).
-    Adaptive schemes (gedik-*, llfd, ...) answer with their current table: exact as long as no
-    plan moves a key during the run (state migration is not modelled by the apps).
-    """
-    return holder_pairs(scheme, np.array([fp], dtype=np.uint64).view(np.int64))[1]
-
-
 class Copies(NamedTuple):
     """Where the copies of a source batch's messages go: copy *i* is of the batch's row ``row[i]``,
     for worker ``worker[i]``, stored there if ``store[i]`` else a probe.  Stored copies come first,
@@ -104,16 +55,17 @@ def copies(scheme: Scheme, fps: np.ndarray, routes: np.ndarray, store: np.ndarra
     """The copies of one source batch (rows ``fps``, routed to ``routes``).
 
     ``store`` marks rows stored at ``routes[i]``; ``probe`` marks rows copied read-only to every
-    holder of their key — except the store worker, unless ``probe_store_worker`` (rows that are
-    probes only, e.g. Naive Bayes queries, go to all holders).  Raises ``ValueError`` when a
-    store worker is not among the holders (the holder rule would then miss state).
+    holder of their key (:meth:`Scheme.holder_pairs`) — except the store worker, unless
+    ``probe_store_worker`` (rows that are probes only, e.g. Naive Bayes queries, go to all holders).
+    Raises ``ValueError`` when a store worker is not among the holders (the holder rule would then
+    miss state).
     """
     routes = np.asarray(routes, dtype=np.int64)
     store, probe = np.asarray(store, dtype=bool), np.asarray(probe, dtype=bool)
     stored = np.flatnonzero(store)
-    everywhere = scheme.name in ANY_WORKER or scheme.workers == 1  # every worker holds every key
+    everywhere = scheme.holds_every_key()
     need = np.flatnonzero(probe if everywhere else probe | store)  # sg: no W pairs per stored message
-    rows, workers = holder_pairs(scheme, np.asarray(fps)[need])
+    rows, workers = scheme.holder_pairs(np.asarray(fps)[need])
     rows = need[rows]
     at_route = workers == routes[rows]
     covered = np.zeros(len(routes), dtype=bool)
@@ -190,6 +142,11 @@ class App:
             have = ", ".join(sorted(stream.payload)) or "none"
             raise ValueError(f"app {self.name!r} needs payload column(s) {', '.join(missing)} "
                              f"(stream {stream.name!r} has: {have}); try the workload {self.default_workload!r}")
+
+    def prepare(self, stream: Stream) -> Stream:
+        """The stream as the app reads it: apps that can give a plain keyed stream the payload they need
+        (a self-join's prices, Naive Bayes's documents) add it here, deterministically; default: as is."""
+        return stream
 
     def fan_out(self, scheme: Scheme, fps: np.ndarray, routes: np.ndarray, batch: pd.DataFrame) -> Copies:
         """The copies of a source batch (``fps`` its keys, ``routes`` the scheme's decisions; ``batch``

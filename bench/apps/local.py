@@ -2,7 +2,7 @@
 
 :func:`run_in_process` does what the Spark pipeline does, batch by batch, with the same objects:
 the stream is split to S sources exactly as the simulator splits it
-(:func:`~skewbench.simulator.engine.source_of_each_message`), each source routes its share of a
+(:func:`~skewbench.sources.source_of_each_message`), each source routes its share of a
 micro-batch with its own scheme object (one shared object, in arrival order, for schemes with
 ``coupling = "global"``), :meth:`App.fan_out` adds the worker copies, and every worker's rows of
 the batch go through :meth:`App.process` in ``seq`` order, with the state pickled in between as
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import App, copy_rows, stream_rows
-from skewbench.scheme import Scheme, Stats, make_scheme
-from skewbench.simulator.engine import source_of_each_message
+from skewbench.scheme import Scheme
+from skewbench.sources import prepare_scheme, source_of_each_message, source_routers
 from skewbench.stream import Stream
 
 
@@ -35,31 +35,6 @@ class LocalRun:
     counters: int  # sum over workers of App.state_entries
 
 
-def prepare_scheme(name: str, workers: int, stream: Stream, *, seed: int = 0, params: dict | None = None,
-                   plan_prefix: int | None = None) -> Scheme:
-    """A router ready to use on ``stream``, the way the simulator prepares one.
-
-    Offline schemes (off-greedy) are fitted on the whole stream's key counts.  Adaptive schemes
-    (gedik-*, llfd, mintable, ...) route the first ``plan_prefix`` messages (default: a tenth of
-    the stream), install the plan they produce from those statistics, and keep it for the whole
-    run: the apps do not migrate state, so a plan may not change while they run.
-    """
-    scheme = make_scheme(name, workers, seed=seed, **(params or {}))
-    if scheme.offline:
-        keys, counts = np.unique(stream.ids, return_counts=True)
-        scheme.fit(Stats(keys=stream.key_fps[keys], counts=counts.astype(np.float64), loads=np.zeros(workers)))
-    if scheme.adaptive:
-        n = max(1, stream.messages // 10 if plan_prefix is None else int(plan_prefix))
-        routes = scheme.route_many(stream.fps[:n], stream.clock[:n])
-        keys, counts = np.unique(stream.ids[:n], return_counts=True)
-        stats = Stats(keys=stream.key_fps[keys], counts=counts.astype(np.float64),
-                      loads=np.bincount(routes, minlength=workers).astype(np.float64), now=float(stream.clock[n - 1]))
-        plan = scheme.rebalance(stats)
-        if plan is not None:
-            scheme.apply(plan)
-    return scheme
-
-
 def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int, sources: int = 1,
                    batch: int = 1_000, *, split: str = "shuffle", seed: int = 0, params: dict | None = None,
                    plan_prefix: int | None = None, pickle_states: bool = True) -> LocalRun:
@@ -67,6 +42,7 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
 
     ``batch`` messages (in stream order, all sources together) form one micro-batch.
     """
+    stream = app.prepare(stream)
     app.check(stream)
     if isinstance(scheme, str):
         scheme = prepare_scheme(scheme, workers, stream, seed=seed, params=params, plan_prefix=plan_prefix)
@@ -76,7 +52,7 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
     rows = stream_rows(stream, app, source)
     fps, clock = stream.fps, stream.clock
     shared = scheme.coupling == "global"
-    routers = [scheme] if shared else [scheme] + [scheme.spawn() for _ in range(sources - 1)]
+    routers = source_routers(scheme, sources)
     states = [app.new_state(w) for w in range(workers)]
     stores, probes = np.zeros(workers, dtype=np.int64), np.zeros(workers, dtype=np.int64)
     outputs = []

@@ -22,6 +22,7 @@ priors from the training documents, ``V`` = distinct training words; ties go to 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,7 @@ from skewbench.bench.apps.base import App, add_counts, copies, register_app
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "doc", "fp", "label"]
+DOC_WORDS, SYNTHETIC_CLASSES = 20, 4  # documents made from a plain keyed stream (NaiveBayes.prepare)
 
 
 @dataclass
@@ -85,6 +87,16 @@ class NaiveBayes(App):
 
     def is_query(self, doc: np.ndarray) -> np.ndarray:
         return np.asarray(doc) % self.query_every == 0
+
+    def prepare(self, stream: Stream) -> Stream:
+        """A keyed stream without documents gets them from its order: every ``DOC_WORDS`` consecutive
+        messages form a document, labelled by its first word (so the classes follow the key
+        distribution); the routing and probe fan-out, which is what a scheme changes, are the same."""
+        if "doc" in stream.payload and "label" in stream.payload:
+            return stream
+        doc = np.arange(stream.messages, dtype=np.int64) // DOC_WORDS
+        label = (stream.ids[doc * DOC_WORDS] % SYNTHETIC_CLASSES).astype(np.int64)
+        return dataclasses.replace(stream, payload={**stream.payload, "doc": doc, "label": label})
 
     def fan_out(self, scheme, fps, routes, batch):
         query = self.is_query(batch["doc"].to_numpy())

@@ -8,7 +8,7 @@ adds an epoch offset to the clock, and a per-key "last N ticks" window needs a g
 counter that no worker has when the key is split.
 
 **Exactly once.**  Every tick is stored at its routed worker and sent as a read-only probe to every
-other holder of its key (:func:`~skewbench.bench.apps.base.holders`).  A pair is emitted by the
+other holder of its key (:meth:`~skewbench.scheme.Scheme.holders`).  A pair is emitted by the
 worker that *stores the earlier tick* ``a``, when the later tick's copy (store or probe) meets it
 there: the later tick reaches that worker because the worker is one of its holders, and nowhere
 else stores ``a``, so the pair comes out once, whatever the order in which workers run.  A tick's
@@ -24,6 +24,7 @@ there.  The state is the stored window: rows with ``seq >= newest - window - lat
 
 from __future__ import annotations
 
+import dataclasses
 import numpy as np
 import pandas as pd
 
@@ -76,6 +77,14 @@ class SelfJoin(App):
         if int(window) < 1 or int(lateness) < 0:
             raise ValueError(f"need window >= 1 and lateness >= 0, got window={window}, lateness={lateness}")
         self.window, self.lateness = int(window), int(lateness)
+
+    def prepare(self, stream: Stream) -> Stream:
+        """A keyed stream without prices (a word or Zipf stream) gets a seeded random walk as prices, so
+        that any key distribution can be self-joined; the pairs depend only on keys and positions."""
+        if "price" in stream.payload:
+            return stream
+        walk = 100 + np.random.default_rng(0).standard_normal(stream.messages).cumsum() / 100
+        return dataclasses.replace(stream, payload={**stream.payload, "price": walk})
 
     def fan_out(self, scheme, fps, routes, batch):
         everything = np.ones(len(batch), dtype=bool)

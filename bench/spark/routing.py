@@ -9,7 +9,7 @@ in the Python process and in a file of the executor (:func:`router_at`, :func:`k
 can rebuild it exactly, because routing is a deterministic function of the stream.  (A separate
 stateful routing operator costs a second shuffle and W more tasks per micro-batch.)
 
-Which schemes can run (:func:`prepare`):
+Which schemes can run (:func:`prepare`, with :func:`~skewbench.sources.source_routers`):
 
 * online ``local`` schemes — as in the simulator, ``[proto] + [proto.spawn() ...]``;
 * ``offline`` schemes (off-greedy) — fitted with the whole stream's key counts, exactly as the
@@ -35,9 +35,8 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import Copies
-from skewbench.bench.apps.local import prepare_scheme
 from skewbench.scheme import Scheme, make_scheme
-from skewbench.simulator.engine import source_of_each_message
+from skewbench.sources import prepare_scheme, source_of_each_message, source_routers
 
 
 class SchemeNotSupported(ValueError):
@@ -64,10 +63,7 @@ def prepare(name: str, workers: int, sources: int, stream, seed: int = 0) -> lis
     """The initial router of every source (raises :class:`SchemeNotSupported` or ``ValueError``)."""
     check_supported(make_scheme(name, workers, seed=seed))
     proto = prepare_scheme(name, workers, stream, seed=seed, plan_prefix=warmup_messages(stream.messages))
-    if proto.adaptive:  # a fixed table: every source routes with the same one
-        frozen = pickle.dumps(proto)
-        return [pickle.loads(frozen) for _ in range(sources)]
-    return [proto] + [proto.spawn() for _ in range(sources - 1)]
+    return source_routers(proto, sources, distributed=True)
 
 
 def route_batch(scheme: Scheme, app, batch: pd.DataFrame, clock: np.ndarray) -> Copies:

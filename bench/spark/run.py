@@ -15,12 +15,13 @@ after a failure or Ctrl-C):
   state entries, partition;
 * ``batches.parquet`` — per batch: duration, bundles and message copies, Spark's phases
   (latestOffset … commitOffsets), the busiest worker's busy time and the engine overhead (duration −
-  that busy time) in three parts: before the first worker starts, workers' spread, after the last;
+  that busy time) in three parts: before the first worker starts, workers' spread, after the last
+  (:func:`~skewbench.bench.spark.summary.batch_table`);
 * ``periodic.parquet`` — what the app's aggregator reports after every batch (word count: top-k);
 * ``stages.parquet`` — Spark's task metrics per stage (REST API); ``resources.parquet`` — CPU and RSS
   of every Spark JVM and Python worker during the run (psutil agent; local cluster);
-* ``summary.json`` and ``run.meta.json`` (versions, commit, cluster shape from the master, config,
-  delay mode).
+* ``summary.json`` (:func:`~skewbench.bench.spark.summary.summarize`) and ``run.meta.json``
+  (versions, commit, cluster shape from the master, config, delay mode).
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from skewbench.bench.progress import clock
 from skewbench.bench.spark.latency import first_arrival, message_latency
+from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
@@ -167,7 +168,7 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
         raise RunError(str(exc)) from None
     spec = config.workload or app.default_workload
     try:  # a malformed workload raises WorkloadError (a usage error of its own)
-        app.check(parse(spec, messages=min(config.messages, 1000), seed=config.seed))
+        app.check(app.prepare(parse(spec, messages=min(config.messages, 1000), seed=config.seed)))
     except ValueError as exc:
         raise RunError(str(exc)) from None
     if not need_cluster:
@@ -272,10 +273,6 @@ def batch_rows(config: Config) -> int:
     return config.batch_rows or math.ceil(config.messages / 10)
 
 
-#: Phases of a micro-batch as Spark's query progress reports them (durationMs); addBatch runs the tasks.
-PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
-
-
 def final_progress(query, last_batch: int, wait: float = 10.0) -> list[dict]:
     """The query's progress reports, once the one of ``last_batch`` is in (Spark posts it just after
     ``foreachBatch`` returns), or after ``wait`` seconds."""
@@ -285,106 +282,6 @@ def final_progress(query, last_batch: int, wait: float = 10.0) -> list[dict]:
         if any(p["batchId"] >= last_batch for p in progress) or time.monotonic() > deadline:
             return progress
         time.sleep(0.1)
-
-
-#: The engine overhead of a batch in the order it is paid (:func:`batch_table`).
-OVERHEAD_PARTS = ("before_workers", "workers_spread", "after_workers")
-
-
-def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
-    """Per batch: duration (triggerExecution), bundles read (Spark's input rows), message copies the
-    workers handled, the busiest worker's busy time, and the engine overhead (duration − that) in
-    three parts: ``before_workers`` (until the first worker starts: planning, the source stage's
-    routing, the shuffle, launching W tasks), ``workers_spread`` (from the first worker's start to the
-    last one's end, beyond the busiest worker's busy time: workers waiting for a core or started late)
-    and ``after_workers`` (results to the driver, state-store commits, ``foreachBatch``, the commit)."""
-    rows = [{"batch": p["batchId"], "started": pd.Timestamp(p["timestamp"]).timestamp(),
-             "duration": p["durationMs"].get("triggerExecution", 0) / 1000, "bundles": p["numInputRows"],
-             **{f"{phase}_seconds": p["durationMs"].get(phase, 0) / 1000 for phase in PHASES}}
-            for p in progress if p.get("numInputRows", 0) > 0]
-    table = pd.DataFrame(rows, columns=["batch", "started", "duration", "bundles",
-                                        *(f"{phase}_seconds" for phase in PHASES)])
-    per_batch = metrics.assign(copies=metrics["stored"] + metrics["probed"]).groupby("batch").agg(
-        copies=("copies", "sum"), max_worker_busy=("busy_seconds", "max"), first_start=("t_start", "min"),
-        last_end=("t_end", "max"))
-    table = table.merge(per_batch, left_on="batch", right_index=True, how="left")
-    table["overhead"] = table["duration"] - table["max_worker_busy"]
-    table["before_workers"] = table["first_start"] - table["started"]
-    table["workers_spread"] = table["last_end"] - table["first_start"] - table["max_worker_busy"]
-    table["after_workers"] = table["started"] + table["duration"] - table["last_end"]
-    return table.drop(columns=["first_start", "last_end"])
-
-
-def after_warmup(batches: pd.DataFrame, latency: dict[int, np.ndarray],
-                 arrival: dict[int, float]) -> tuple[np.ndarray | None, float]:
-    """The latencies of the messages of the batches after the first and their throughput: their count
-    over the time from when the first of them arrived (or its batch started, if earlier) to when the
-    last batch ended.  Under an offered rate the steady batches' messages arrive from the warm-up
-    batch on, so timing from the second batch's start would count more than was offered.  Only
-    batches whose progress Spark reported count.  (None, nan) with one batch."""
-    steady = batches[batches["batch"] > batches["batch"].min()]
-    if steady.empty:
-        return None, float("nan")
-    warm = np.concatenate([latency[b] for b in steady["batch"] if b in latency] or [np.empty(0)])
-    begin = np.nanmin([steady["started"].min(), *(arrival.get(b, np.nan) for b in steady["batch"])])
-    span = (steady["started"] + steady["duration"]).max() - begin
-    return warm, len(warm) / span if span > 0 else float("nan")
-
-
-def mean_counters(metrics: pd.DataFrame) -> float:
-    """Counters held by all workers at the end of a micro-batch, averaged over the batches (a worker
-    without messages in a batch still holds what it held before)."""
-    held = metrics.pivot_table(index="batch", columns="worker", values="state_entries", aggfunc="last")
-    return float(held.ffill().fillna(0).sum(axis=1).mean())
-
-
-def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
-              delay_mode: str) -> dict:
-    metrics = pd.concat(collector.metrics, ignore_index=True)
-    files = sorted((collector.folder / "outputs").glob("batch-*.parquet"))
-    parts = lambda: ((int(p.stem.split("-")[1]), pd.read_parquet(p)) for p in files)  # noqa: E731  one at a time
-    periodic = app.periodic(parts())
-    if periodic is not None:
-        periodic.to_parquet(collector.folder / "periodic.parquet", index=False)
-    W = config.workers
-    states = [collector.states.get(i, app.new_state(i)) for i in range(W)]
-    result = app.combine(app.reduce(frame for _, frame in parts()), states)
-    correct = bool(app.same(result, app.reference(stream)))
-    stored = metrics.groupby("worker")["stored"].sum().reindex(range(W), fill_value=0).to_numpy()
-    probed = metrics.groupby("worker")["probed"].sum().reindex(range(W), fill_value=0).to_numpy()
-    first = int(batches["batch"].min()) if len(batches) else 0
-    lat, throughput = after_warmup(batches, collector.latency, collector.arrival)
-    if lat is None:
-        lat, throughput = np.concatenate(list(collector.latency.values())), stream.messages / elapsed
-    intended, actual = metrics["delay_intended"].to_numpy(), metrics["delay_actual"].to_numpy()
-    sizable = intended >= 0.01  # per-batch accuracy is judged where at least 10 ms were asked for
-    mean = stored.mean()
-    return {
-        "app": config.app, "scheme": config.scheme, "workload": config.workload or app.default_workload,
-        "messages": stream.messages, "workers": W, "sources": config.sources, "split": config.split,
-        "delay_ms": config.delay_ms, "delay_mode": delay_mode, "rate": config.rate, "seed": config.seed,
-        "correct": correct,
-        "batches": int(len(batches)), "elapsed_seconds": elapsed,
-        "warmup": f"batch {first} ({len(collector.latency.get(first, []))} messages) excluded",
-        "throughput_msgs_per_s": float(throughput),
-        "latency_seconds": {f"p{q}": float(np.percentile(lat, q)) if len(lat) else None for q in (50, 95, 99)},
-        "worker_messages": stored.tolist(), "worker_probes": probed.tolist(),
-        "imbalance_max_minus_mean": float(stored.max() - mean),
-        "imbalance_max_over_mean": float(stored.max() / mean) if mean > 0 else None,
-        "counters": int(sum(app.state_entries(s) for s in states)),
-        "counters_mean": mean_counters(metrics),
-        "output_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in files),
-        "overhead_seconds": {"median": float(batches["overhead"].median()) if len(batches) else None,
-                             "mean": float(batches["overhead"].mean()) if len(batches) else None,
-                             **{f"{part}_median": float(batches[part].median()) if len(batches) else None
-                                for part in OVERHEAD_PARTS}},
-        "batch_seconds_median": float(batches["duration"].median()) if len(batches) else None,
-        "delay": {"intended_seconds": float(intended.sum()), "actual_seconds": float(actual.sum()),
-                  "error": float(actual.sum() / intended.sum() - 1) if intended.sum() > 0 else None,
-                  "max_batch_error": float(np.max(np.abs(actual[sizable] / intended[sizable] - 1)))
-                  if sizable.any() else None},
-        "partitions_match_workers": bool((metrics["partition"] == metrics["worker"]).all()),
-    }
 
 
 def engine_and_resources(spark, folder: Path, start: float) -> dict:
@@ -474,7 +371,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     marker = folder / "INCOMPLETE"
     marker.write_text("this run did not finish\n")
     spec = config.workload or app.default_workload
-    stream = stream_of(spec, config.messages, config.seed)
+    stream = app.prepare(stream_of(spec, config.messages, config.seed))
     app.check(stream)
     own = spark is None
     if own:

@@ -2,7 +2,7 @@
 each routing its messages with its scheme (:mod:`~skewbench.bench.spark.routing`).
 
 Options (strings, as Spark passes them): ``workload`` (SPEC), ``messages``, ``seed``, ``sources`` (S),
-``split`` (``shuffle`` | ``key``, as :func:`skewbench.simulator.engine.source_of_each_message`),
+``split`` (``shuffle`` | ``key``, as :func:`skewbench.sources.source_of_each_message`),
 ``rate`` (messages/s offered; 0 = everything at once), ``max_rows_per_trigger`` (0 = no limit),
 ``app``, ``scheme`` and ``workers`` (W); ``stream_file``: the name under which the driver shared the
 stream with the executors (:func:`stream_of`).
@@ -48,7 +48,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from skewbench.bench.apps import make_app
 from skewbench.bench.apps.base import key_labels
 from skewbench.bench.spark import routing
-from skewbench.simulator.engine import source_of_each_message
+from skewbench.sources import source_of_each_message
 
 #: What Spark sees: one row per (source, worker) and micro-batch, the message copies inside as Arrow IPC.
 BUNDLE_SCHEMA = "worker int, source int, bundle binary"
@@ -116,7 +116,7 @@ class Options:
         self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split)
 
     def stream(self):
-        return stream_of(self.workload, self.messages, self.seed, self.stream_file)
+        return self.app.prepare(stream_of(self.workload, self.messages, self.seed, self.stream_file))
 
 
 class SkewbenchStreamReader(DataSourceStreamReader):
@@ -210,7 +210,7 @@ class SkewbenchDataSource(DataSource):
 
     def schema(self) -> str:
         o = Options(self.options)
-        message_schema(stream_of(o.workload, min(o.messages, 1000), o.seed), o.payload)  # checks the payload columns
+        message_schema(o.app.prepare(stream_of(o.workload, min(o.messages, 1000), o.seed)), o.payload)  # checks the payload
         return BUNDLE_SCHEMA
 
     def streamReader(self, schema) -> SkewbenchStreamReader:

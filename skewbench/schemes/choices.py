@@ -249,6 +249,7 @@ class DChoices(Scheme):
 
     name = "dchoices"
     splits_keys = True
+    state_everywhere = True  # which keys are head, and so their choices, differ per source and over time
     all_workers = False
 
     def __init__(self, workers: int, seed: int = 0, theta: float | None = None, capacity: int | None = None,

@@ -497,6 +497,7 @@ class DynamicKeyGrouping(Scheme):
 
     name = "dkg"
     splits_keys = True
+    state_everywhere = True  # each source grows and shrinks its own rings of hot keys
 
     def __init__(self, workers: int, seed: int = 0, expected_keys: int = 100, teen_cycle_s: float = 15.0,
                  old_cycle_s: float = 60.0, warm_up_s: float = 15.0, base_width: int = 2,

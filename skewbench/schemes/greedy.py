@@ -78,6 +78,7 @@ class OnGreedy(Scheme):
     """
 
     name = "on-greedy"
+    state_everywhere = True  # each source places a new key on its own least loaded worker
 
     def reset(self) -> None:
         self._loads = np.zeros(self.workers, dtype=np.float64)

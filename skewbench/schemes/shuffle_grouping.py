@@ -21,6 +21,7 @@ class ShuffleGrouping(Scheme):
 
     name = "sg"
     splits_keys = True
+    state_everywhere = True  # round robin: every worker gets every key
 
     def __init__(self, workers: int, seed: int = 0, offset: int = 0):
         self.offset = int(offset)

@@ -1,12 +1,12 @@
 """The exact balls-into-bins simulator: S sources, each with its own router, feeding W workers.
 
-Messages are split over the sources (round-robin — shuffle grouping at the sources — or by key),
-then routed interval by interval.  Within an interval every source routes its own messages with its
-own scheme object, which is exact for schemes whose state is per source (``coupling = "local"``):
-a source's decisions depend only on the messages it has seen.  Between intervals the simulator does
-what a real deployment's controller would do: tell probing sources the true loads, hand adaptive
-schemes the interval's statistics and install their plan, and change the number of workers when the
-schedule says so.
+Messages are split over the sources (round-robin — shuffle grouping at the sources — or by key;
+:mod:`skewbench.sources` splits them and builds the routers), then routed interval by interval.
+Within an interval every source routes its own messages with its own scheme object, which is exact
+for schemes whose state is per source (``coupling = "local"``): a source's decisions depend only on
+the messages it has seen.  Between intervals the simulator does what a real deployment's controller
+would do: tell probing sources the true loads, hand adaptive schemes the interval's statistics and
+install their plan, and change the number of workers when the schedule says so.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from skewbench.hashing import fingerprints
-from skewbench.scheme import Plan, Scheme, Stats, make_scheme
+from skewbench.scheme import Plan, Scheme, make_scheme
 from skewbench.simulator import metrics
+from skewbench.sources import (fit_offline, interval_stats, plan_on_prefix, source_of_each_message,
+                               source_routers)
 from skewbench.stream import Stream
 
-SPLITS = ("shuffle", "key")
+#: Messages a throwaway router routes before the timed run (:func:`_warm_up`).
+WARM_UP_MESSAGES = 10_000
 
 
 @dataclass
@@ -35,28 +37,21 @@ class SimResult:
     plans: list[Plan] = field(default_factory=list, repr=False)
 
 
-def source_of_each_message(stream: Stream, sources: int, split: str, start: int = 0,
-                           end: int | None = None) -> np.ndarray:
-    """Source index per message (of messages ``start .. end - 1``): ``shuffle`` deals round-robin,
-    ``key`` hashes the split key."""
-    end = stream.messages if end is None else end
-    if split == "shuffle":
-        return np.arange(start, end, dtype=np.int64) % sources
-    if split == "key":
-        fps = stream.fps[start:end] if stream.split_ids is None else fingerprints(stream.split_ids[start:end])
-        return (fps % np.uint64(sources)).astype(np.int64)
-    raise ValueError(f"unknown source split {split!r}; use one of {', '.join(SPLITS)}")
-
-
 def _boundaries(n: int, interval: int, schedule: dict[int, int]) -> np.ndarray:
     points = set(range(interval, n, interval)) | {p for p in schedule if 0 < p < n} | {n}
     return np.array(sorted(points), dtype=np.int64)
 
 
-def _interval_stats(stream: Stream, lo: int, hi: int, loads: np.ndarray) -> Stats:
-    keys, counts = np.unique(stream.ids[lo:hi], return_counts=True)
-    return Stats(keys=stream.key_fps[keys], counts=counts.astype(np.float64), loads=loads.astype(np.float64),
-                 now=float(stream.clock[hi - 1]))
+def _warm_up(router: Scheme, stream: Stream) -> None:
+    """Compile the scheme's kernels before routing is timed (numba: about 1 s the first time in a
+    process, which would count against the first scheme run).  A spawned twin routes a prefix, so
+    ``router`` and the results stay as they were; an adaptive twin first plans on it, since
+    planning and routing by a table have kernels of their own."""
+    n = min(stream.messages, WARM_UP_MESSAGES)
+    twin = router.spawn()
+    if twin.adaptive:
+        plan_on_prefix(twin, stream, n)
+    twin.route_many(stream.fps[:n], stream.clock[:n])
 
 
 def _owners(router: Scheme, key_fps: np.ndarray) -> np.ndarray:
@@ -92,9 +87,9 @@ class Simulation:
         width = max(self.schedule.values())
         workers = self.schedule[0]
         proto = self._new_router(workers)
-        if proto.offline:
-            proto.fit(_interval_stats(stream, 0, n, np.zeros(workers)))
-        routers = [proto] if proto.coupling == "global" else [proto] + [proto.spawn() for _ in range(self.sources - 1)]
+        fit_offline(proto, stream)
+        _warm_up(proto, stream)
+        routers = source_routers(proto, self.sources)
         routes = np.empty(n, dtype=np.int64)
         active = np.empty(n, dtype=np.int64)
         totals = np.zeros(width, dtype=np.float64)
@@ -110,7 +105,7 @@ class Simulation:
                 router.sync(totals[:workers])
             new_workers = self.schedule.get(int(hi), workers)
             if proto.adaptive:
-                plan = proto.rebalance(_interval_stats(stream, lo, hi, loads[:workers]),
+                plan = proto.rebalance(interval_stats(stream, lo, hi, loads[:workers]),
                                        workers=new_workers if new_workers != workers else None)
                 if plan is not None:
                     proto.apply(plan)
@@ -135,7 +130,7 @@ class Simulation:
     def _rescale(self, routers: list[Scheme], workers: int, seen_fps: np.ndarray) -> int:
         """Non-adaptive schemes restart with the new W; returns how many seen keys change owner."""
         old, fresh = routers[0], self._new_router(workers)
-        routers[:] = [fresh] + [fresh.spawn() for _ in routers[1:]]
+        routers[:] = source_routers(fresh, self.sources)
         if old.splits_keys:
             return 0
         return int(np.count_nonzero(_owners(old, seen_fps) != _owners(fresh, seen_fps)))

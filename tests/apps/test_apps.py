@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skewbench.bench.apps import APPS, holders, make_app
-from skewbench.bench.apps.base import Copies, copies, copy_rows, holder_pairs, stream_rows
-from skewbench.bench.apps.local import prepare_scheme, run_in_process
+from skewbench.bench.apps import APPS, make_app
+from skewbench.bench.apps.base import Copies, copies, copy_rows, stream_rows
+from skewbench.bench.apps.local import run_in_process
 from skewbench.bench.apps.wordcount import top_k
-from skewbench.scheme import Scheme, make_scheme
+from skewbench.scheme import make_scheme
 from skewbench.simulator.engine import simulate
+from skewbench.sources import prepare_scheme
 from skewbench.stream import Stream
 from skewbench.workloads import parse
 
@@ -133,26 +134,6 @@ def test_bad_streams_and_names():
         make_app("wordcoutn")
     with pytest.raises(ValueError, match="window"):
         make_app("selfjoin", window=0)
-
-
-def test_holders():
-    fp = int(stream_for("wordcount").key_fps[0])
-    for name in ("pkg", "pkg-global", "potc"):
-        scheme = make_scheme(name, W, seed=5)
-        assert np.array_equal(holders(scheme, fp), np.sort(make_scheme("pkg", W, seed=5).candidates(fp)))
-    for name in ("sg", "dchoices", "wchoices", "dkg", "on-greedy"):
-        assert np.array_equal(holders(make_scheme(name, W), fp), np.arange(W))
-    for name in ("kg", "consistent"):
-        assert holders(make_scheme(name, W), fp).tolist() == make_scheme(name, W).candidates(fp).tolist()
-    assert holders(make_scheme("pkg", 1), fp).tolist() == [0]
-    fps = stream_for("wordcount").key_fps[:50].view(np.int64)
-    rows, workers = holder_pairs(make_scheme("kg", W), fps)
-    assert np.array_equal(rows, np.arange(50)) and np.array_equal(workers, make_scheme("kg", W).route_many(fps))
-
-    class Splitter(Scheme):
-        name, splits_keys = "splitter", True
-    with pytest.raises(ValueError, match="does not know"):
-        holders(Splitter(W), fp)
 
 
 def test_fan_out_refuses_a_route_outside_the_holders():

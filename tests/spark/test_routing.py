@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from skewbench.bench.spark import routing
-from skewbench.simulator.engine import simulate, source_of_each_message
+from skewbench.simulator.engine import simulate
+from skewbench.sources import source_of_each_message
 from skewbench.workloads import parse
 
 W, S, BATCH = 8, 3, 700

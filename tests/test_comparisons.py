@@ -1,11 +1,14 @@
-"""The cluster benchmark's plan and its comparison with the paper (the runs themselves need a cluster:
-tests/spark)."""
+"""The shipped studies' plans and the bench's comparisons with the paper (the runs themselves need a
+cluster: tests/spark)."""
 from pathlib import Path
 
 import pandas as pd
 
 from skewbench.analysis.published import published
-from skewbench.bench import cluster_bench as cb
+from skewbench.bench import comparisons as cb
+from skewbench.bench.studyfile import load_all
+
+STUDIES = Path(__file__).resolve().parents[1] / "bench" / "studies"
 
 
 def storm_table(throughput: dict, counters: dict, rate: float = 0.0) -> pd.DataFrame:
@@ -38,11 +41,12 @@ def test_storm_comparison_says_when_the_shape_differs():
     assert not c["kg_drops_most"] and not c["pkg_counters_between_kg_and_sg"]
 
 
-def test_offered_rate_is_kgs_median_throughput_at_its_saturation_delay():
-    table = storm_table({("kg", 0.1): 1000, ("kg", 0.4): 700, ("kg", 1.0): 400, ("pkg", 0.4): 900}, {"kg": 1, "pkg": 1})
-    assert cb.offered_rate(table) == 700.0
+def test_offered_study_takes_kgs_rate_at_the_papers_saturation_delay():
+    storm, offered = load_all([STUDIES / "storm.yaml", STUDIES / "offered.yaml"])
     paper = published()["pkg"]["storm_deployment"]["kg_saturation_delay_ms"]
-    assert cb.KG_SATURATION_DELAY_MS == paper and paper in cb.STORM_DELAYS_MS
+    assert offered.spec["offered_rate"] == {"study": "storm", "scheme": "kg", "delay_ms": paper}
+    for quick in (False, True):
+        assert paper in {p.delay_ms for p in storm.points(quick) if p.scheme == "kg"}
 
 
 def aggregation_table(pkg_factor: float = 1.1) -> pd.DataFrame:
@@ -63,33 +67,22 @@ def test_aggregation_comparison_per_period():
     assert not cb.compare_aggregation(aggregation_table(pkg_factor=0.9))["pkg_beats_sg_at_every_period"]
 
 
-def test_plan_fits_the_cluster():
-    storm = cb.storm_configs(Path("/x"), quick=False)
-    assert len(storm) == len(cb.STORM_SCHEMES) * len(cb.STORM_DELAYS_MS) * cb.REPEATS
-    assert {(c.workers, c.sources, c.workload) for c in storm} == {(9, 1, "wp")}
-    assert all(c.messages == c.batch_rows * cb.BATCHES for c in storm)
-    assert len({c.seed for c in storm}) == cb.REPEATS
-    assert [(c.workers, c.delay_ms) for c in cb.efficiency_configs(Path("/x"), quick=True, slots=60)] == [
-        (10, 1.0), (10, 0.0), (20, 1.0), (20, 0.0), (50, 1.0), (50, 0.0)]
-    offered = cb.storm_configs(Path("/x"), quick=False, experiment="offered")
-    assert len({c.out for c in storm + offered}) == 2 * len(storm)
-    aggregation = cb.aggregation_configs(Path("/x"), quick=False)
-    assert len(aggregation) == (1 + 2 * len(cb.AGGREGATION_PERIODS)) * cb.REPEATS
-    assert {(c.scheme, c.aggregation_period) for c in aggregation if c.scheme == "kg"} == {("kg", 0)}
-    assert {c.delay_ms for c in aggregation} == {0.4} and len({c.out for c in aggregation}) == len(aggregation)
-
-
-def test_bad_input_exits_2_before_touching_the_cluster(tmp_path, capsys):
-    assert cb.main(["--out", str(tmp_path / "x"), "--only", "nope"]) == 2
-    assert "unknown experiment" in capsys.readouterr().err
-    assert cb.main(["--out", str(tmp_path)]) == 2
-    assert "never overwritten" in capsys.readouterr().err
-    assert cb.main(["--out", str(tmp_path / "x"), "--only", "offered"]) == 2
-    assert "run both (--only storm,offered)" in capsys.readouterr().err
+def test_shipped_studies_plan_the_papers_runs():
+    storm, aggregation, efficiency = load_all([STUDIES / f"{n}.yaml" for n in ("storm", "aggregation", "efficiency")])
+    points = storm.points()
+    assert len(points) == 3 * 3 * 3 and {(p.workers, p.sources, p.workload) for p in points} == {(9, 1, "wp")}
+    assert all(p.messages == p.batch_rows * 5 == 9 * 10_000 * 5 for p in points)
+    assert {p.seed for p in points} == {0, 1, 2} and len({p.name for p in points}) == len(points)
+    assert [(p.workers, p.delay_ms) for p in efficiency.points(quick=True)] == [
+        (10, 1.0), (10, 0.0), (50, 1.0), (50, 0.0)]
+    runs = aggregation.points()
+    assert len(runs) == (1 + 2 * 4) * 3 and {p.delay_ms for p in runs} == {0.4}
+    assert {(p.scheme, p.aggregation_period) for p in runs if p.scheme == "kg"} == {("kg", 0)}
+    assert all(p.messages == 9 * p.batch_rows for p in runs)
 
 
 def test_report_draws_the_bench_tables(tmp_path):
-    """The bench's CSVs (as cluster_bench writes them) become report sections with figures."""
+    """The bench's CSVs (as skewbench bench writes them per study) become report sections with figures."""
     from skewbench.analysis.report import write_report
 
     table = storm_table({("kg", 0.1): 1000, ("kg", 1.0): 400, ("pkg", 0.1): 1000, ("pkg", 1.0): 630,

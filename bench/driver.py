@@ -1,0 +1,297 @@
+"""``skewbench bench``: run study files on the Spark cluster, one tidy row per run, predictions beside.
+
+``skewbench bench STUDY.yaml [STUDY.yaml ...] --out DIR [--resume] [--quick]``:
+
+1. Loads and validates every study (:mod:`~skewbench.bench.studyfile`) and checks the cluster has a
+   task slot for every worker of the largest W — before any run starts.
+2. Runs every point in a seeded random order (so a slow drift of the machine does not line up with
+   one factor), in three phases: engine calibration studies (``engine: true``), the others, then the
+   studies whose offered rate another study measures (``offered_rate``).  One Spark application; a
+   short warm-up run first that is not reported.  Each run is a ``skewbench run``
+   (:func:`skewbench.bench.spark.run.run`) kept in ``DIR/runs/<point name>``.
+3. After every run: the simulator's prediction of the same point (:mod:`~skewbench.bench.prediction`,
+   cached in ``DIR/sim/``), and ``DIR/results.csv.partial`` rebuilt from every complete run folder.
+4. When all runs are done: ``DIR/results.csv`` (one row per run, :data:`COLUMNS` first) and a
+   ``<study>.csv`` per study, each with provenance; ``DIR/engine_model.json``; the paper comparisons
+   the studies name (``<study>_vs_paper.json``); ``DIR/report.md``.
+
+``--resume`` continues an interrupted bench (Ctrl-C, a crash, a reboot): the run folders are the
+truth, so a complete run is never run twice and an interrupted one (``.partial``) is run again;
+``DIR/plan.json`` records the studies and options, and a resume with others is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from skewbench.bench.prediction import EngineModel, Work, cached_work, predict
+from skewbench.bench.progress import Progress
+from skewbench.bench.studyfile import Point, Study, load_all
+
+FORMAT_VERSION = 1
+#: The columns every results.csv starts with (the issue's minimum); more follow.
+COLUMNS = ["study", "app", "scheme", "workers", "sources", "delay_ms", "workload", "seed", "correct", "throughput",
+           "predicted_throughput", "latency_p50", "latency_p99", "max_over_mean", "counters", "engine_share"]
+PARTS = ("before_workers", "workers_spread", "after_workers")
+
+
+class BenchError(ValueError):
+    """Bad input or environment: one line, exit code 2, nothing run."""
+
+
+def bench(paths: list[str], out: Path, resume: bool = False, quick: bool = False, order_seed: int = 0,
+          log=sys.stderr) -> pd.DataFrame:
+    """Run the studies into ``out`` (see the module docstring); returns the results table."""
+    from skewbench.bench.spark.run import session
+
+    studies = load_all(paths)
+    url, slots = _cluster()
+    _claim(out, studies, quick, order_seed, resume)
+    phases = _phases(studies)
+    needed = max(p.workers for phase in phases for s in phase for p in s.points(quick))
+    if needed > slots:
+        raise BenchError(f"the studies need {needed} task slots (W = {needed}) but the cluster at {url} has {slots} "
+                         f"free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
+    spark = session(url, "skewbench-bench")
+    try:
+        with Progress(_remaining(out, phases, quick) + 1) as progress:
+            progress.step("warm-up run (not reported)")
+            _warm_up(spark, slots)
+            for phase in phases:
+                for point in _ordered(studies_points(phase, out, quick), order_seed):
+                    if _complete(out, point):
+                        continue
+                    progress.step(_label(point))
+                    _run(spark, out, point)
+                    _results(out, studies, quick)[0].to_csv(out / "results.csv.partial", index=False)
+    finally:
+        spark.stop()
+    return finish(out, studies, quick, {"master": url, "slots": slots, "quick": quick, "order_seed": order_seed})
+
+
+def _cluster() -> tuple[str, int]:
+    from skewbench.bench.spark.run import Config, RunError, free_slots, master_status, master_url
+
+    try:
+        url = master_url(Config(app="wordcount", scheme="kg", workers=1, sources=1, delay_ms=0))
+        return url, free_slots(master_status(url))
+    except RunError as exc:
+        raise BenchError(str(exc)) from None
+
+
+def _plan(studies: list[Study], quick: bool, order_seed: int) -> dict:
+    return {"format_version": FORMAT_VERSION, "quick": quick, "order_seed": order_seed,
+            "studies": {s.name: s.spec for s in studies}}
+
+
+def _claim(out: Path, studies: list[Study], quick: bool, order_seed: int, resume: bool) -> None:
+    """A new folder, or with ``resume`` one whose plan is this one (never two configurations in one)."""
+    plan = json.loads(json.dumps(_plan(studies, quick, order_seed)))
+    path = out / "plan.json"
+    if not resume:
+        if out.exists():
+            raise BenchError(f"--out {out} exists; results are never overwritten: pick another folder, or "
+                             f"--resume to finish an interrupted bench there")
+        out.mkdir(parents=True)
+        path.write_text(json.dumps(plan, indent=2) + "\n")
+        return
+    if not path.exists():
+        raise BenchError(f"--resume: {out} holds no bench (no plan.json); start one without --resume")
+    old = json.loads(path.read_text())
+    if old != plan:
+        changed = sorted(k for k in set(old) | set(plan) if old.get(k) != plan.get(k))
+        raise BenchError(f"--resume: {out} was started with other studies or options ({', '.join(changed)} differ); "
+                         f"give the same study files and options, or another --out")
+    if (out / "results.csv").exists():
+        raise BenchError(f"--resume: {out} is complete (results.csv exists); nothing to do")
+
+
+def _phases(studies: list[Study]) -> list[list[Study]]:
+    """Engine calibration first, then the rest, then studies offered another study's measured rate."""
+    engine = [s for s in studies if s.spec.get("engine")]
+    offered = [s for s in studies if s.spec.get("offered_rate")]
+    return [engine, [s for s in studies if s not in engine and s not in offered], offered]
+
+
+def studies_points(phase: list[Study], out: Path, quick: bool) -> list[Point]:
+    """The points of a phase's studies; an ``offered_rate`` study's rate is read from the runs done."""
+    points = []
+    for study in phase:
+        source = study.spec.get("offered_rate")
+        points += study.points(quick, rate=_measured_rate(out, source) if source else None)
+    return points
+
+
+def _measured_rate(out: Path, source: dict) -> float:
+    """The median throughput of the complete runs of ``source['study']`` at that scheme and delay."""
+    rows = [json.loads((run / "summary.json").read_text()) for run in sorted((out / "runs").glob(f"{source['study']}-*"))
+            if (run / "summary.json").exists()]
+    at = [r["throughput_msgs_per_s"] for r in rows
+          if r["scheme"] == source["scheme"] and r["delay_ms"] == source["delay_ms"]]
+    if not at:
+        raise BenchError(f"offered_rate: no run of study {source['study']!r} with scheme {source['scheme']} at "
+                         f"{source['delay_ms']} ms to take the rate from")
+    return float(round(np.median(at)))
+
+
+def _remaining(out: Path, phases: list[list[Study]], quick: bool) -> int:
+    """Runs still to do (an offered study counts all its runs until its rate is measured)."""
+    planned = sum(len(s.points(quick)) for phase in phases for s in phase)
+    return planned - sum(_complete(out, p) for phase in phases for p in studies_points_done(phase, out, quick))
+
+
+def _ordered(points: list[Point], seed: int) -> list[Point]:
+    return [points[i] for i in np.random.default_rng(seed).permutation(len(points))]
+
+
+def _complete(out: Path, point: Point) -> bool:
+    return (out / "runs" / point.name / "summary.json").exists()
+
+
+def _label(point: Point) -> str:
+    rate = f", offered {point.rate:,.0f}/s" if point.rate else ""
+    return (f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} delay {point.delay_ms} ms "
+            f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}")
+
+
+def config_of(point: Point, folder: Path):
+    from skewbench.bench.spark.run import Config
+
+    return Config(app=point.app, scheme=point.scheme, workers=point.workers, sources=point.sources,
+                  delay_ms=point.delay_ms, workload=point.workload, messages=point.messages, rate=point.rate,
+                  batch_rows=point.batch_rows, seed=point.seed, split=point.split,
+                  aggregation_period=point.aggregation_period, out=str(folder))
+
+
+def _warm_up(spark, slots: int) -> None:
+    """A short run first, so that no measured run pays the JVMs' and Python workers' warm-up."""
+    from skewbench.bench.spark.run import run
+
+    with tempfile.TemporaryDirectory(prefix="skewbench-warmup-") as tmp:
+        w = min(9, slots)
+        warm = Point(study="warmup", app="wordcount", scheme="pkg", workers=w, sources=1, delay_ms=0.1, workload="wp",
+                     messages=5_000 * w, batch_rows=1_000 * w, rate=0.0, aggregation_period=0, split="shuffle", seed=0)
+        run(config_of(warm, Path(tmp) / "run"), spark=spark)
+
+
+def _run(spark, out: Path, point: Point) -> None:
+    """One point on Spark (an interrupted earlier attempt is removed first), then its simulation."""
+    from skewbench.bench.spark.run import run
+
+    folder = out / "runs" / point.name
+    partial = folder.with_name(folder.name + ".partial")
+    if partial.exists():  # marked INCOMPLETE by the interrupted run: not a result
+        shutil.rmtree(partial)
+    folder.parent.mkdir(exist_ok=True)
+    run(config_of(point, folder), spark=spark)
+    cached_work(point, out / "sim")
+
+
+# -- the results table ------------------------------------------------------------------------------------
+
+def run_row(point: Point, folder: Path) -> dict:
+    """One results row from a complete run folder (``summary.json``, ``metrics/``)."""
+    s = json.loads((folder / "summary.json").read_text())
+    overhead, batch = s["overhead_seconds"], s["batch_seconds_median"]
+    ideal = point.workers / (point.delay_ms / 1000) if point.delay_ms > 0 else float("nan")
+    return {**asdict(point), "correct": s["correct"],
+            "throughput": s["throughput_msgs_per_s"], "latency_p50": s["latency_seconds"]["p50"],
+            "latency_p95": s["latency_seconds"]["p95"], "latency_p99": s["latency_seconds"]["p99"],
+            "max_over_mean": s["imbalance_max_over_mean"], "counters": s["counters"],
+            "counters_mean": s["counters_mean"], "output_rows": s["output_rows"],
+            "engine_share": overhead["median"] / batch if batch else float("nan"),
+            "overhead_median_s": overhead["median"],
+            **{f"{part}_median_s": overhead[f"{part}_median"] for part in PARTS},
+            "batch_median_s": batch, "busiest_median_s": _busiest(folder),
+            "busy_per_copy_s": _busy_per_copy(folder) if point.delay_ms == 0 else np.nan,
+            "ideal": ideal, "efficiency": s["throughput_msgs_per_s"] / ideal, "period": point.aggregation_period,
+            "delay_mode": s["delay_mode"], "delay_error": s["delay"]["error"],
+            "worker_messages": s["worker_messages"], "worker_probes": s["worker_probes"], "run": folder.name}
+
+
+def _busiest(folder: Path) -> float:
+    """The busiest worker's busy seconds per batch, median over the batches after the first."""
+    batches = pd.read_parquet(folder / "batches.parquet")
+    steady = batches[batches["batch"] > batches["batch"].min()]
+    return float((steady if len(steady) else batches)["max_worker_busy"].median())
+
+
+def _busy_per_copy(folder: Path) -> float:
+    """A worker's busy seconds per message copy over the batches after the first (no-delay runs: the
+    app's own processing cost)."""
+    metrics = pd.concat([pd.read_parquet(p) for p in sorted((folder / "metrics").glob("*.parquet"))])
+    steady = metrics[metrics["batch"] > metrics["batch"].min()]
+    copies = (steady["stored"] + steady["probed"]).sum()
+    return float(steady["busy_seconds"].sum() / copies) if copies else float("nan")
+
+
+def _with_predictions(rows: pd.DataFrame, points: dict[str, Point], sim: Path) -> tuple[pd.DataFrame, dict | None]:
+    """The simulator's prediction of every run (engine model fitted on the engine studies' rows) and
+    ``sim_exact``: the simulated stores and probes per worker equal Spark's."""
+    model = EngineModel.fit(rows[rows["engine_study"]])
+    predicted, exact = [], []
+    for name, stored, probed in zip(rows["run"], rows["worker_messages"], rows["worker_probes"]):
+        path = sim / f"{name}.json"
+        work = Work.from_json(json.loads(path.read_text())) if path.exists() else None
+        predicted.append(predict(points[name], work, model) if work and model else {})
+        exact.append(work is not None and work.store.sum(0).tolist() == list(stored)
+                     and work.probe.sum(0).tolist() == list(probed))
+    guess = pd.DataFrame(predicted, index=rows.index, columns=["throughput", "overhead_s", "busiest_s"])
+    rows = rows.assign(predicted_throughput=guess["throughput"], predicted_overhead_s=guess["overhead_s"],
+                       predicted_busiest_s=guess["busiest_s"], sim_exact=exact)
+    rows["prediction_error"] = rows["predicted_throughput"] / rows["throughput"] - 1
+    return rows, (model.to_json() if model else None)
+
+
+def _results(out: Path, studies: list[Study], quick: bool) -> tuple[pd.DataFrame, dict | None]:
+    """Every complete run of the plan as one table, predictions beside."""
+    engine = {s.name for s in studies if s.spec.get("engine")}
+    points = {p.name: p for phase in _phases(studies) for p in studies_points_done(phase, out, quick)}
+    rows = [run_row(p, out / "runs" / name) for name, p in points.items() if _complete(out, p)]
+    if not rows:
+        return pd.DataFrame(columns=COLUMNS), None
+    table = pd.DataFrame(rows)
+    table["engine_study"] = table["study"].isin(engine)
+    table, model = _with_predictions(table, points, out / "sim")
+    table = table.drop(columns=["worker_messages", "worker_probes"])
+    return table[COLUMNS + [c for c in table.columns if c not in COLUMNS]], model
+
+
+def studies_points_done(phase: list[Study], out: Path, quick: bool) -> list[Point]:
+    """:func:`studies_points`, where an offered study whose rate is not measured yet has none."""
+    try:
+        return studies_points(phase, out, quick)
+    except BenchError:
+        return studies_points([s for s in phase if not s.spec.get("offered_rate")], out, quick)
+
+
+def finish(out: Path, studies: list[Study], quick: bool, context: dict) -> pd.DataFrame:
+    """Write the final tables, the engine model, the comparisons and the report (see the module docstring)."""
+    from skewbench.analysis.report import write_report
+    from skewbench.bench import comparisons
+    from skewbench.bench.provenance import write_metadata
+
+    table, model = _results(out, studies, quick)
+    meta = {**context, "format_version": FORMAT_VERSION, "studies": {s.name: s.spec for s in studies}}
+    for study in studies:
+        part = table[table["study"] == study.name]
+        part.to_csv(out / f"{study.name}.csv", index=False)
+        write_metadata(out / f"{study.name}.csv", {**meta, "study": study.name})
+        compare = study.spec.get("compare")
+        if compare and len(part):
+            result = comparisons.COMPARISONS[compare](part)
+            (out / f"{study.name}_vs_paper.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "engine_model.json").write_text(json.dumps(model, indent=2) + "\n")
+    table.to_csv(out / "results.csv", index=False)
+    write_metadata(out / "results.csv", meta)
+    (out / "results.csv.partial").unlink(missing_ok=True)
+    write_report(out)
+    return table

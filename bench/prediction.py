@@ -1,0 +1,139 @@
+"""The simulator's prediction of a Spark run: each worker's work per micro-batch, plus an engine model.
+
+A micro-batch of the pipeline lasts the engine's cost (planning, routing, shuffle, task launch,
+state commits, the driver) plus its busiest worker's work.  The work is exact from the library
+alone: :func:`simulate_point` routes the run's stream with the same routers, source split and
+micro-batches as the Spark source (rate 0: batch *b* holds messages ``b·B .. (b+1)·B − 1``) and
+fans it out with the app's rule, giving every worker's stored and probe copies per batch; each copy
+costs the injected delay plus the app's own processing.  The engine's cost comes from
+:class:`EngineModel`, a least-squares line in W, S and the batch size fitted on measured no-delay
+runs (study files with ``engine: true``), which also give the app's processing time per copy.
+
+Predicted throughput = the steady batches' messages ÷ Σ (engine cost + busiest worker's work), the
+first (warm-up) batch excluded as in the measurement; under an offered rate, the smaller of that
+and the rate.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from skewbench.bench.studyfile import Point
+
+#: What the engine model's cost per batch is linear in (a term is fitted only where the runs vary it).
+TERMS = ("workers", "sources", "batch_rows")
+
+
+@dataclass
+class Work:
+    """Copies per micro-batch and worker (``store``, ``probe``: arrays of shape batches × W)."""
+
+    store: np.ndarray
+    probe: np.ndarray
+
+    @property
+    def copies(self) -> np.ndarray:
+        return self.store + self.probe
+
+    def to_json(self) -> dict:
+        return {"store": self.store.tolist(), "probe": self.probe.tolist()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Work:
+        return cls(np.asarray(data["store"], dtype=np.int64), np.asarray(data["probe"], dtype=np.int64))
+
+
+def simulate_point(point: Point) -> Work:
+    """Every worker's copies per micro-batch for ``point``, as the Spark source produces them."""
+    from skewbench.bench.apps import make_app
+    from skewbench.bench.spark.routing import prepare
+    from skewbench.sources import source_of_each_message
+    from skewbench.workloads import parse
+
+    app = make_app(point.app)
+    stream = app.prepare(parse(point.workload, messages=point.messages, seed=point.seed))
+    source = source_of_each_message(stream, point.sources, point.split)
+    routers = prepare(point.scheme, point.workers, point.sources, stream, point.seed)
+    fps, clock = stream.fps, stream.clock
+    batches = -(-stream.messages // point.batch_rows)
+    store = np.zeros((batches, point.workers), dtype=np.int64)
+    probe = np.zeros_like(store)
+    for b in range(batches):
+        lo, hi = b * point.batch_rows, min((b + 1) * point.batch_rows, stream.messages)
+        for s, router in enumerate(routers):
+            idx = lo + np.flatnonzero(source[lo:hi] == s)
+            if not len(idx):
+                continue
+            payload = pd.DataFrame({c: stream.payload[c][idx] for c in app.payload_columns}, index=range(len(idx)))
+            sent = app.fan_out(router, fps[idx], router.route_many(fps[idx], clock[idx]), payload)
+            store[b] += np.bincount(sent.worker[sent.store], minlength=point.workers)
+            probe[b] += np.bincount(sent.worker[~sent.store], minlength=point.workers)
+    return Work(store, probe)
+
+
+def cached_work(point: Point, folder: Path) -> Work:
+    """:func:`simulate_point`, kept in ``folder/<run>.json`` (a bench folder's ``sim/``)."""
+    path = folder / f"{point.name}.json"
+    if path.exists():
+        return Work.from_json(json.loads(path.read_text()))
+    work = simulate_point(point)
+    folder.mkdir(parents=True, exist_ok=True)
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps(work.to_json()))
+    part.replace(path)
+    return work
+
+
+@dataclass
+class EngineModel:
+    """Engine cost per batch = ``intercept + Σ coef[t] · t`` over :data:`TERMS`, and each app's
+    processing seconds per message copy, fitted on no-delay runs."""
+
+    intercept: float
+    coef: dict[str, float]
+    per_copy: dict[str, float]
+    runs: int
+
+    @classmethod
+    def fit(cls, rows: pd.DataFrame) -> EngineModel | None:
+        """Least squares on ``overhead_median_s`` of no-delay rows (None without any)."""
+        rows = rows[(rows["delay_ms"] == 0) & rows["overhead_median_s"].notna()]
+        if rows.empty:
+            return None
+        varied = [t for t in TERMS if rows[t].nunique() > 1]
+        design = np.column_stack([np.ones(len(rows))] + [rows[t].to_numpy(dtype=float) for t in varied])
+        solution = np.linalg.lstsq(design, rows["overhead_median_s"].to_numpy(dtype=float), rcond=None)[0]
+        per_copy = rows.groupby("app")["busy_per_copy_s"].median().dropna()
+        return cls(float(solution[0]), {t: float(c) for t, c in zip(varied, solution[1:])},
+                   {app: float(v) for app, v in per_copy.items()}, len(rows))
+
+    def overhead(self, workers: int, sources: int, batch_rows: int) -> float:
+        x = {"workers": workers, "sources": sources, "batch_rows": batch_rows}
+        return max(0.0, self.intercept + sum(c * x[t] for t, c in self.coef.items()))
+
+    def copy_seconds(self, app: str) -> float:
+        """An app's processing time per copy; apps never run without delay take the median of the others."""
+        return self.per_copy.get(app, float(np.median(list(self.per_copy.values()))) if self.per_copy else 0.0)
+
+    def to_json(self) -> dict:
+        return {"intercept_s": self.intercept, "coef_s": self.coef, "per_copy_s": self.per_copy, "runs": self.runs,
+                "terms": list(TERMS)}
+
+
+def predict(point: Point, work: Work, model: EngineModel) -> dict:
+    """For ``point``: ``throughput`` (messages/s, see the module docstring), and the median over the
+    steady batches of the engine's cost (``overhead_s``) and of the busiest worker's work (``busiest_s``)."""
+    sizes = np.minimum(point.batch_rows, point.messages - point.batch_rows * np.arange(len(work.store)))
+    steady = slice(1, None) if len(sizes) > 1 else slice(None)  # the warm-up batch is not measured
+    per_copy = point.delay_ms / 1000 + model.copy_seconds(point.app)
+    overhead = np.array([model.overhead(point.workers, point.sources, int(size)) for size in sizes[steady]])
+    busiest = work.copies[steady].max(axis=1) * per_copy
+    seconds = (overhead + busiest).sum()
+    capacity = sizes[steady].sum() / seconds if seconds > 0 else float("inf")
+    return {"throughput": min(capacity, point.rate) if point.rate > 0 else capacity,
+            "overhead_s": float(np.median(overhead)), "busiest_s": float(np.median(busiest))}

@@ -1,0 +1,121 @@
+"""The summaries of a Spark run, from what the run wrote (pure pandas/numpy: no Spark needed).
+
+:func:`batch_table` turns Spark's query progress and the workers' metrics into one row per
+micro-batch with the engine overhead split in :data:`OVERHEAD_PARTS`; :func:`summarize` makes
+``summary.json``'s dictionary of a finished run (:mod:`skewbench.bench.spark.run`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from skewbench.bench.spark.run import Collector, Config
+
+
+#: Phases of a micro-batch as Spark's query progress reports them (durationMs); addBatch runs the tasks.
+PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+
+
+#: The engine overhead of a batch in the order it is paid (:func:`batch_table`).
+OVERHEAD_PARTS = ("before_workers", "workers_spread", "after_workers")
+
+
+def batch_table(progress: list[dict], metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per batch: duration (triggerExecution), bundles read (Spark's input rows), message copies the
+    workers handled, the busiest worker's busy time, and the engine overhead (duration − that) in
+    three parts: ``before_workers`` (until the first worker starts: planning, the source stage's
+    routing, the shuffle, launching W tasks), ``workers_spread`` (from the first worker's start to the
+    last one's end, beyond the busiest worker's busy time: workers waiting for a core or started late)
+    and ``after_workers`` (results to the driver, state-store commits, ``foreachBatch``, the commit)."""
+    rows = [{"batch": p["batchId"], "started": pd.Timestamp(p["timestamp"]).timestamp(),
+             "duration": p["durationMs"].get("triggerExecution", 0) / 1000, "bundles": p["numInputRows"],
+             **{f"{phase}_seconds": p["durationMs"].get(phase, 0) / 1000 for phase in PHASES}}
+            for p in progress if p.get("numInputRows", 0) > 0]
+    table = pd.DataFrame(rows, columns=["batch", "started", "duration", "bundles",
+                                        *(f"{phase}_seconds" for phase in PHASES)])
+    per_batch = metrics.assign(copies=metrics["stored"] + metrics["probed"]).groupby("batch").agg(
+        copies=("copies", "sum"), max_worker_busy=("busy_seconds", "max"), first_start=("t_start", "min"),
+        last_end=("t_end", "max"))
+    table = table.merge(per_batch, left_on="batch", right_index=True, how="left")
+    table["overhead"] = table["duration"] - table["max_worker_busy"]
+    table["before_workers"] = table["first_start"] - table["started"]
+    table["workers_spread"] = table["last_end"] - table["first_start"] - table["max_worker_busy"]
+    table["after_workers"] = table["started"] + table["duration"] - table["last_end"]
+    return table.drop(columns=["first_start", "last_end"])
+
+
+def after_warmup(batches: pd.DataFrame, latency: dict[int, np.ndarray],
+                 arrival: dict[int, float]) -> tuple[np.ndarray | None, float]:
+    """The latencies of the messages of the batches after the first and their throughput: their count
+    over the time from when the first of them arrived (or its batch started, if earlier) to when the
+    last batch ended.  Under an offered rate the steady batches' messages arrive from the warm-up
+    batch on, so timing from the second batch's start would count more than was offered.  Only
+    batches whose progress Spark reported count.  (None, nan) with one batch."""
+    steady = batches[batches["batch"] > batches["batch"].min()]
+    if steady.empty:
+        return None, float("nan")
+    warm = np.concatenate([latency[b] for b in steady["batch"] if b in latency] or [np.empty(0)])
+    begin = np.nanmin([steady["started"].min(), *(arrival.get(b, np.nan) for b in steady["batch"])])
+    span = (steady["started"] + steady["duration"]).max() - begin
+    return warm, len(warm) / span if span > 0 else float("nan")
+
+
+def mean_counters(metrics: pd.DataFrame) -> float:
+    """Counters held by all workers at the end of a micro-batch, averaged over the batches (a worker
+    without messages in a batch still holds what it held before)."""
+    held = metrics.pivot_table(index="batch", columns="worker", values="state_entries", aggfunc="last")
+    return float(held.ffill().fillna(0).sum(axis=1).mean())
+
+
+def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
+              delay_mode: str) -> dict:
+    metrics = pd.concat(collector.metrics, ignore_index=True)
+    files = sorted((collector.folder / "outputs").glob("batch-*.parquet"))
+    parts = lambda: ((int(p.stem.split("-")[1]), pd.read_parquet(p)) for p in files)  # noqa: E731  one at a time
+    periodic = app.periodic(parts())
+    if periodic is not None:
+        periodic.to_parquet(collector.folder / "periodic.parquet", index=False)
+    W = config.workers
+    states = [collector.states.get(i, app.new_state(i)) for i in range(W)]
+    result = app.combine(app.reduce(frame for _, frame in parts()), states)
+    correct = bool(app.same(result, app.reference(stream)))
+    stored = metrics.groupby("worker")["stored"].sum().reindex(range(W), fill_value=0).to_numpy()
+    probed = metrics.groupby("worker")["probed"].sum().reindex(range(W), fill_value=0).to_numpy()
+    first = int(batches["batch"].min()) if len(batches) else 0
+    lat, throughput = after_warmup(batches, collector.latency, collector.arrival)
+    if lat is None:
+        lat, throughput = np.concatenate(list(collector.latency.values())), stream.messages / elapsed
+    intended, actual = metrics["delay_intended"].to_numpy(), metrics["delay_actual"].to_numpy()
+    sizable = intended >= 0.01  # per-batch accuracy is judged where at least 10 ms were asked for
+    mean = stored.mean()
+    return {
+        "app": config.app, "scheme": config.scheme, "workload": config.workload or app.default_workload,
+        "messages": stream.messages, "workers": W, "sources": config.sources, "split": config.split,
+        "delay_ms": config.delay_ms, "delay_mode": delay_mode, "rate": config.rate, "seed": config.seed,
+        "correct": correct,
+        "batches": int(len(batches)), "elapsed_seconds": elapsed,
+        "warmup": f"batch {first} ({len(collector.latency.get(first, []))} messages) excluded",
+        "throughput_msgs_per_s": float(throughput),
+        "latency_seconds": {f"p{q}": float(np.percentile(lat, q)) if len(lat) else None for q in (50, 95, 99)},
+        "worker_messages": stored.tolist(), "worker_probes": probed.tolist(),
+        "imbalance_max_minus_mean": float(stored.max() - mean),
+        "imbalance_max_over_mean": float(stored.max() / mean) if mean > 0 else None,
+        "counters": int(sum(app.state_entries(s) for s in states)),
+        "counters_mean": mean_counters(metrics),
+        "output_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in files),
+        "overhead_seconds": {"median": float(batches["overhead"].median()) if len(batches) else None,
+                             "mean": float(batches["overhead"].mean()) if len(batches) else None,
+                             **{f"{part}_median": float(batches[part].median()) if len(batches) else None
+                                for part in OVERHEAD_PARTS}},
+        "batch_seconds_median": float(batches["duration"].median()) if len(batches) else None,
+        "delay": {"intended_seconds": float(intended.sum()), "actual_seconds": float(actual.sum()),
+                  "error": float(actual.sum() / intended.sum() - 1) if intended.sum() > 0 else None,
+                  "max_batch_error": float(np.max(np.abs(actual[sizable] / intended[sizable] - 1)))
+                  if sizable.any() else None},
+        "partitions_match_workers": bool((metrics["partition"] == metrics["worker"]).all()),
+    }

@@ -1,0 +1,282 @@
+"""Study files: an experiment as a declarative YAML file (after openmessaging-benchmark's workloads).
+
+A study names *factors* — lists of values — and how to combine them::
+
+    name: tiny
+    apps: [wordcount, selfjoin]          # wordcount | selfjoin | naivebayes
+    schemes: [kg, pkg]
+    workers: [4]
+    sources: [1, 2]
+    delay_ms: [0.2]
+    workloads: ["zipf:z=1.2,keys=2000"]  # omitted: each app's default workload
+    messages: 20000                       # per run (or `batches`: micro-batches per run)
+    batch_rows: 4000                      # messages per micro-batch (or `batch_rows_per_worker`)
+    repeats: 1                            # seeds 0..repeats-1
+    design: cross                         # cross (full product) | around (one factor at a time)
+
+Factors (a scalar means a one-element list): ``apps``, ``schemes``, ``workers``, ``sources``,
+``delay_ms``, ``workloads``, ``rate`` (offered messages/s, open loop; 0 = as fast as it goes),
+``aggregation_period`` (word count's T), ``split`` (``shuffle`` | ``key``), ``batch_rows`` /
+``batch_rows_per_worker``.  ``design: cross`` runs every combination; ``design: around`` runs the
+*centre* (the first value of every factor) and, for each factor, its other values with every other
+factor at the centre (Montgomery's one-factor-at-a-time).  ``include`` adds points: each entry sets
+some factors, the rest take the centre's values.  Every point runs with seeds ``0 .. repeats-1``.
+
+Other keys: ``description``; ``offered_rate: {study: storm, scheme: kg, delay_ms: 0.4}`` — the rate is
+that study's median measured throughput at that point, in the same bench folder (the study must run
+in the same ``skewbench bench``); ``compare`` — the comparison with the paper computed from the
+study's rows (``storm``, ``aggregation``); ``quick`` — keys replaced for a smoke run (``--quick``);
+``engine`` — ``true`` marks no-delay calibration runs the engine model is fitted on.
+
+:func:`load` validates a file completely before anything runs: a JSON Schema for shapes and ranges
+(``jsonschema``, which names the offending key), then what needs the library (app, scheme and
+workload names, a workload an app can read, word count's T).  Every error is one
+:class:`StudyError` line ``FILE: KEY: what is wrong``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
+           "split", "batch_rows", "batch_rows_per_worker")
+MAX_WORKERS = 1000
+MAX_DELAY_MS = 100
+
+
+def _list_of(item: dict) -> dict:
+    """A factor: one value or a non-empty list of distinct values."""
+    return {"oneOf": [item, {"type": "array", "items": item, "minItems": 1, "uniqueItems": True}]}
+
+
+_NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"}
+_COUNT = {"type": "integer", "minimum": 1}
+_FACTOR_ITEMS = {
+    "apps": {"type": "string"},
+    "schemes": {"type": "string"},
+    "workers": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
+    "sources": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
+    "delay_ms": {"type": "number", "minimum": 0, "maximum": MAX_DELAY_MS},
+    "workloads": {"type": "string", "minLength": 1},
+    "rate": {"type": "number", "minimum": 0},
+    "aggregation_period": {"type": "integer", "minimum": 0},
+    "split": {"enum": ["shuffle", "key"]},
+    "batch_rows": _COUNT,
+    "batch_rows_per_worker": _COUNT,
+}
+_SIZES = {"messages": _COUNT, "batches": {"type": "integer", "minimum": 2}, "repeats": _COUNT}
+_POINT = {"type": "object", "additionalProperties": False,
+          "properties": {k: _FACTOR_ITEMS[k] for k in FACTORS}}
+#: The study file's JSON Schema (shapes and ranges; names are checked against the registries after it).
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "apps", "schemes", "workers"],
+    "properties": {
+        "name": _NAME,
+        "description": {"type": "string"},
+        **{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()},
+        **_SIZES,
+        "design": {"enum": ["cross", "around"]},
+        "include": {"type": "array", "items": _POINT},
+        "offered_rate": {"type": "object", "additionalProperties": False, "required": ["study", "scheme", "delay_ms"],
+                         "properties": {"study": _NAME, "scheme": {"type": "string"},
+                                        "delay_ms": _FACTOR_ITEMS["delay_ms"]}},
+        "compare": {"enum": ["storm", "aggregation"]},
+        "engine": {"type": "boolean"},
+        "quick": {"type": "object", "additionalProperties": False,
+                  "properties": {**{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()}, **_SIZES}},
+    },
+    "not": {"anyOf": [{"required": ["messages", "batches"]}, {"required": ["batch_rows", "batch_rows_per_worker"]}]},
+}
+DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0], "aggregation_period": [0],
+            "split": ["shuffle"], "repeats": 1, "design": "cross", "batches": 5}
+
+
+class StudyError(ValueError):
+    """A bad study file: one line naming the file and the key, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of the matrix: everything ``skewbench run`` needs except where to write."""
+
+    study: str
+    app: str
+    scheme: str
+    workers: int
+    sources: int
+    delay_ms: float
+    workload: str
+    messages: int
+    batch_rows: int
+    rate: float
+    aggregation_period: int
+    split: str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        """The run's folder name: readable, and unique through a digest of every field."""
+        digest = hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:8]
+        return (f"{self.study}-{self.app}-{self.scheme}-W{self.workers}-S{self.sources}-d{self.delay_ms:g}"
+                f"-s{self.seed}-{digest}")
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study file: its normalised contents (``spec``) and where it came from."""
+
+    path: Path
+    spec: dict
+
+    @property
+    def name(self) -> str:
+        return self.spec["name"]
+
+    def points(self, quick: bool = False, rate: float | None = None) -> list[Point]:
+        """Every run, seeds innermost.  ``rate``: the calibrated offered rate (``offered_rate`` studies)."""
+        spec = {**self.spec, **(self.spec.get("quick", {}) if quick else {})}
+        if quick:  # a size in quick replaces the other spelling of the same size
+            for one, other in (("batch_rows", "batch_rows_per_worker"), ("messages", "batches")):
+                if one in self.spec.get("quick", {}):
+                    spec.pop(other, None)
+            spec = {k: _as_list(v) if k in FACTORS else v for k, v in spec.items()}
+        sized = "batch_rows" if "batch_rows" in spec else "batch_rows_per_worker"
+        factors = {k: spec[k] for k in FACTORS if k in spec and k not in ("batch_rows", "batch_rows_per_worker")}
+        factors["size"] = spec[sized]
+        combos = _design(factors, spec["design"], [_size_named(p, sized) for p in spec.get("include", [])])
+        return [self._point(c, sized, spec, seed, rate) for c in combos for seed in range(spec["repeats"])]
+
+    def _point(self, c: dict, sized: str, spec: dict, seed: int, rate: float | None) -> Point:
+        from skewbench.bench.apps import make_app
+
+        rows = c["size"] * (c["workers"] if sized == "batch_rows_per_worker" else 1)
+        messages = spec.get("messages") or rows * spec["batches"]
+        return Point(study=self.name, app=c["apps"], scheme=c["schemes"], workers=c["workers"],
+                     sources=c["sources"], delay_ms=float(c["delay_ms"]),
+                     workload=c["workloads"] or make_app(c["apps"]).default_workload, messages=messages,
+                     batch_rows=min(rows, messages), rate=float(rate if rate is not None else c["rate"]),
+                     aggregation_period=c["aggregation_period"], split=c["split"], seed=seed)
+
+
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _size_named(point: dict, sized: str) -> dict:
+    """An ``include`` entry's batch size under the factor name ``size``."""
+    point = dict(point)
+    if sized in point:
+        point["size"] = point.pop(sized)
+    return point
+
+
+def _design(factors: dict[str, list], design: str, include: list[dict]) -> list[dict]:
+    """The factor combinations: ``cross`` or ``around`` the centre, then ``include``; no duplicates."""
+    centre = {k: v[0] for k, v in factors.items()}
+    if design == "cross":
+        combos = [dict(zip(factors, values)) for values in itertools.product(*factors.values())]
+    else:
+        combos = [centre] + [{**centre, k: v} for k, values in factors.items() for v in values[1:]]
+    combos += [{**centre, **extra} for extra in include]
+    unique = {json.dumps(c, sort_keys=True): c for c in combos}
+    return list(unique.values())
+
+
+def _fail(path: Path, key: str, message: str) -> StudyError:
+    return StudyError(f"{path}: {key}: {message}")
+
+
+def _key(parts) -> str:
+    """``quick.workers[1]`` for the path ``("quick", "workers", 1)``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
+
+
+def _schema_error(path: Path, error: jsonschema.ValidationError) -> StudyError:
+    if error.validator == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known))
+        return _fail(path, _key([*error.absolute_path, extra[0]]), f"unknown key; known keys: {', '.join(known)}")
+    if error.validator == "not":
+        return _fail(path, "messages/batches, batch_rows/batch_rows_per_worker", "give only one of each pair")
+    key = _key(error.absolute_path) or "(top level)"
+    if error.validator == "oneOf" and error.context:  # say what the item (not the list) got wrong
+        error = jsonschema.exceptions.best_match(error.context)
+    return _fail(path, key, error.message)
+
+
+def _check_names(path: Path, spec: dict) -> None:
+    """What the schema cannot know: registered apps and schemes, workloads that parse and suit the apps."""
+    import skewbench.schemes  # noqa: F401  (registers every scheme)
+    from skewbench.bench.apps import APPS, make_app
+    from skewbench.bench.spark.routing import check_supported
+    from skewbench.scheme import REGISTRY, make_scheme
+    from skewbench.workloads import WorkloadError, parse
+
+    for app in spec["apps"]:
+        if app not in APPS:
+            raise _fail(path, "apps", f"unknown app {app!r}; known apps: {', '.join(sorted(APPS))}")
+    for scheme in spec["schemes"] + [p["schemes"] for p in spec.get("include", []) if "schemes" in p]:
+        if scheme not in REGISTRY:
+            raise _fail(path, "schemes", f"unknown scheme {scheme!r}; see `skewbench schemes`")
+        try:
+            check_supported(make_scheme(scheme, 2))
+        except ValueError as exc:
+            raise _fail(path, "schemes", str(exc)) from None
+    if any(spec["aggregation_period"]) and set(spec["apps"]) != {"wordcount"}:
+        raise _fail(path, "aggregation_period", "applies to wordcount only")
+    for spec_text in (w for w in spec["workloads"] if w):
+        for app in spec["apps"]:
+            try:
+                make_app(app).check(make_app(app).prepare(parse(spec_text, messages=1000, seed=0)))
+            except WorkloadError as exc:
+                raise _fail(path, "workloads", str(exc)) from None
+            except ValueError as exc:
+                raise _fail(path, "workloads", str(exc)) from None
+
+
+def load(path: str | Path) -> Study:
+    """Read and validate one study file (:class:`StudyError` on the first problem)."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise StudyError(f"{path}: cannot read the study file: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise StudyError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(doc, dict):
+        raise StudyError(f"{path}: a study file is a mapping of keys (name, apps, schemes, workers, ...)")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc))
+    if error is not None:
+        raise _schema_error(path, error)
+    spec = {**DEFAULTS, **doc}
+    spec = {k: _as_list(v) if k in FACTORS else v for k, v in spec.items()}
+    if "batch_rows" not in spec and "batch_rows_per_worker" not in spec:
+        spec["batch_rows"] = [max(1, spec.get("messages", 50_000) // 10)]
+    if "messages" in spec:
+        spec.pop("batches")
+    _check_names(path, spec)
+    return Study(path, spec)
+
+
+def load_all(paths: list[str | Path]) -> list[Study]:
+    """Several study files: names unique, ``offered_rate`` naming a study loaded before it."""
+    studies: list[Study] = []
+    for path in paths:
+        study = load(path)
+        if any(s.name == study.name for s in studies):
+            raise _fail(study.path, "name", f"another study file is also named {study.name!r}")
+        source = study.spec.get("offered_rate")
+        if source and not any(s.name == source["study"] for s in studies):
+            raise _fail(study.path, "offered_rate.study",
+                        f"study {source['study']!r} measures the rate: give its file before this one")
+        studies.append(study)
+    return studies

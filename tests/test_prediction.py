@@ -1,0 +1,62 @@
+"""The simulator's prediction of a Spark run: the work per worker and batch is exactly what the pipeline
+routes and fans out, the engine model recovers a known cost line, and the throughput formula."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from skewbench.bench.apps import make_app
+from skewbench.bench.apps.local import run_in_process
+from skewbench.bench.prediction import EngineModel, Work, predict, simulate_point
+from skewbench.bench.spark.routing import prepare
+from skewbench.bench.studyfile import Point
+from skewbench.workloads import parse
+
+
+def point(app="wordcount", scheme="pkg", **kw) -> Point:
+    base = dict(study="t", app=app, scheme=scheme, workers=5, sources=3, delay_ms=0.5,
+                workload="zipf:z=1.2,keys=300", messages=4000, batch_rows=1000, rate=0.0, aggregation_period=0,
+                split="shuffle", seed=1)
+    return Point(**{**base, **kw})
+
+
+@pytest.mark.parametrize("app", ["wordcount", "selfjoin", "naivebayes"])
+@pytest.mark.parametrize("scheme", ["kg", "pkg", "sg", "dkg", "mintable"])
+def test_simulated_work_equals_the_in_process_pipeline(app, scheme):
+    p = point(app, scheme)
+    work = simulate_point(p)
+    assert work.store.shape == (4, 5)
+    stream = make_app(app).prepare(parse(p.workload, messages=p.messages, seed=p.seed))
+    proto = prepare(scheme, p.workers, p.sources, stream, p.seed)[0]
+    local = run_in_process(make_app(app), stream, proto, p.workers, p.sources, p.batch_rows, seed=p.seed)
+    assert work.store.sum(0).tolist() == local.stores.tolist()
+    assert work.probe.sum(0).tolist() == local.probes.tolist()
+    assert work.store.sum() == (p.messages if app != "naivebayes" else local.stores.sum())
+
+
+def calibration(intercept=0.5, per_w=0.05, per_s=0.02, per_row=1e-6) -> pd.DataFrame:
+    rows = [{"app": "wordcount", "delay_ms": 0.0, "workers": w, "sources": s, "batch_rows": b,
+             "overhead_median_s": intercept + per_w * w + per_s * s + per_row * b, "busy_per_copy_s": 2e-6}
+            for w, s, b in [(10, 1, 20000), (20, 1, 40000), (50, 1, 100000), (10, 5, 20000), (10, 20, 20000),
+                            (10, 1, 100000)]]
+    return pd.DataFrame(rows + [{**rows[0], "delay_ms": 1.0, "overhead_median_s": 99.0}])  # a delayed run: ignored
+
+
+def test_engine_model_recovers_a_known_cost_line():
+    model = EngineModel.fit(calibration())
+    assert model.runs == 6 and model.intercept == pytest.approx(0.5)
+    assert model.coef == pytest.approx({"workers": 0.05, "sources": 0.02, "batch_rows": 1e-6})
+    assert model.overhead(100, 10, 200_000) == pytest.approx(0.5 + 5 + 0.2 + 0.2)
+    assert model.copy_seconds("wordcount") == 2e-6 and model.copy_seconds("selfjoin") == 2e-6
+    only_w = EngineModel.fit(calibration().query("sources == 1 and batch_rows == 20000 * workers / 10"))
+    assert set(only_w.coef) == {"workers", "batch_rows"}  # a term the runs do not vary is not fitted
+    assert EngineModel.fit(calibration().iloc[6:]) is None  # no no-delay run
+
+
+def test_predicted_throughput_is_messages_over_engine_plus_busiest_worker():
+    model = EngineModel(intercept=1.0, coef={}, per_copy={"wordcount": 0.0}, runs=1)
+    work = Work(np.array([[9, 1], [6, 4], [3, 7]]), np.zeros((3, 2), dtype=np.int64))  # 3 batches of 10
+    p = point(workers=2, sources=1, delay_ms=100.0, messages=30, batch_rows=10)
+    got = predict(p, work, model)  # warm-up batch excluded: (1 + 0.6) + (1 + 0.7) seconds for 20 messages
+    assert got["throughput"] == pytest.approx(20 / 3.3) and got["busiest_s"] == pytest.approx(0.65)
+    assert predict(point(workers=2, sources=1, delay_ms=100.0, messages=30, batch_rows=10, rate=2.0), work,
+                   model)["throughput"] == 2.0  # offered below capacity: the rate

@@ -1,0 +1,150 @@
+"""Study files: the issue's example works as written, designs expand as documented, and every bad file
+fails with one line naming the file and the key (exit 2, nothing run)."""
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from skewbench.bench.studyfile import StudyError, load, load_all
+from skewbench.cli import main
+
+STUDIES = Path(__file__).resolve().parents[1] / "bench" / "studies"
+TINY = """\
+name: tiny
+apps: [wordcount, selfjoin]
+schemes: [kg, pkg]
+workers: [4]
+sources: [1, 2]
+delay_ms: [0.2]
+workloads: ["zipf:z=1.2,keys=2000"]
+messages: 20000
+batch_rows: 4000
+repeats: 1
+design: cross
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "study.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_the_issues_example_works_as_written(tmp_path):
+    points = load(write(tmp_path, TINY)).points()
+    assert len(points) == 2 * 2 * 2
+    assert {(p.app, p.scheme, p.sources) for p in points} == {(a, s, n) for a in ("wordcount", "selfjoin")
+                                                             for s in ("kg", "pkg") for n in (1, 2)}
+    assert {(p.workers, p.delay_ms, p.messages, p.batch_rows, p.seed) for p in points} == {(4, 0.2, 20000, 4000, 0)}
+    assert len({p.name for p in points}) == len(points)
+    assert load(STUDIES / "tiny.yaml").points() == load(write(tmp_path, TINY, "again.yaml")).points()
+
+
+def test_around_varies_one_factor_at_a_time_and_include_adds_points(tmp_path):
+    study = load(write(tmp_path, """\
+        name: around
+        apps: wordcount
+        schemes: [pkg, kg, sg]
+        workers: [10, 20, 50]
+        sources: [5, 1]
+        delay_ms: 0.4
+        batch_rows_per_worker: 100
+        batches: 4
+        repeats: 2
+        design: around
+        include: [{schemes: kg, workers: 50}]
+        """))
+    combos = {(p.scheme, p.workers, p.sources) for p in study.points()}
+    assert combos == {("pkg", 10, 5), ("kg", 10, 5), ("sg", 10, 5), ("pkg", 20, 5), ("pkg", 50, 5), ("pkg", 10, 1),
+                      ("kg", 50, 5)}
+    assert len(study.points()) == 2 * len(combos)
+    assert all(p.batch_rows == 100 * p.workers and p.messages == 4 * p.batch_rows for p in study.points())
+    assert {p.workload for p in study.points()} == {"wp"}  # the app's default
+
+
+def test_quick_replaces_keys_for_a_smoke_run(tmp_path):
+    study = load(write(tmp_path, TINY + "quick: {schemes: kg, batch_rows: 1000, messages: 3000}\n"))
+    quick = study.points(quick=True)
+    assert {p.scheme for p in quick} == {"kg"} and {(p.messages, p.batch_rows) for p in quick} == {(3000, 1000)}
+    assert len(study.points()) == 8  # the full plan is unchanged
+
+
+def test_every_shipped_study_loads_and_fits_the_bench_cluster():
+    paths = sorted(STUDIES.glob("*.yaml"))
+    order = ["engine", "matrix", "storm", "offered", "aggregation", "efficiency"]
+    studies = load_all([STUDIES / f"{n}.yaml" for n in order] + [p for p in paths if p.stem not in order])
+    assert {s.name for s in studies} == {p.stem for p in paths}
+    for study in studies:
+        for quick in (False, True):
+            assert max(p.workers for p in study.points(quick)) <= 100  # make bench's 2 x 50 slots
+
+
+def test_default_profile_covers_every_app_scheme_w_and_s():
+    import skewbench.schemes  # noqa: F401
+    from skewbench.bench.spark.routing import check_supported
+    from skewbench.scheme import REGISTRY, make_scheme
+
+    points = [p for s in load_all([STUDIES / "engine.yaml", STUDIES / "matrix.yaml"]) for p in s.points()]
+    runnable = set()
+    for name in REGISTRY:
+        try:
+            check_supported(make_scheme(name, 2))
+            runnable.add(name)
+        except ValueError:
+            pass
+    assert {p.app for p in points} == {"wordcount", "selfjoin", "naivebayes"}
+    assert runnable - {"mixed-brute"} <= {p.scheme for p in points}
+    assert {10, 20, 50, 100} <= {p.workers for p in points} and {1, 5, 10, 20} <= {p.sources for p in points}
+
+
+BAD = {
+    "unknown key": (TINY + "colour: red\n", "study.yaml: colour: unknown key; known keys: "),
+    "unknown app": (TINY.replace("selfjoin]", "sort]"), "study.yaml: apps: unknown app 'sort'"),
+    "unknown scheme": (TINY.replace("[kg, pkg]", "[kg, nope]"), "study.yaml: schemes: unknown scheme 'nope'"),
+    "scheme Spark cannot run": (TINY.replace("[kg, pkg]", "[pkg-global]"), "study.yaml: schemes: scheme 'pkg-global'"),
+    "W zero": (TINY.replace("workers: [4]", "workers: [0]"), "study.yaml: workers[0]: 0 is less than the minimum of 1"),
+    "W too large": (TINY.replace("workers: [4]", "workers: [4, 5000]"), "study.yaml: workers[1]: 5000 is greater"),
+    "W not a number": (TINY.replace("workers: [4]", "workers: [four]"), "study.yaml: workers[0]: 'four' is not of type"),
+    "S zero": (TINY.replace("sources: [1, 2]", "sources: 0"), "study.yaml: sources: 0 is less than the minimum"),
+    "negative delay": (TINY.replace("[0.2]", "[-1]"), "study.yaml: delay_ms[0]: -1 is less than the minimum of 0"),
+    "huge delay": (TINY.replace("[0.2]", "[500]"), "study.yaml: delay_ms[0]: 500 is greater than the maximum of 100"),
+    "workload": (TINY.replace("z=1.2", "z=banana"), "study.yaml: workloads: zipf:"),
+    "unknown workload": (TINY.replace("zipf:", "zipfx:"), "study.yaml: workloads: unknown workload 'zipfx'"),
+    "design": (TINY.replace("design: cross", "design: random"), "study.yaml: design: 'random' is not one of"),
+    "missing key": (TINY.replace("workers: [4]\n", ""), "study.yaml: (top level): 'workers' is a required property"),
+    "both sizes": (TINY + "batches: 3\n", "study.yaml: messages/batches, batch_rows/batch_rows_per_worker: give only"),
+    "period": (TINY + "aggregation_period: [2]\n", "study.yaml: aggregation_period: applies to wordcount only"),
+    "quick key": (TINY + "quick: {colour: red}\n", "study.yaml: quick.colour: unknown key"),
+    "not yaml": ("name: [tiny\n", "study.yaml: not valid YAML"),
+    "not a mapping": ("- tiny\n", "study.yaml: a study file is a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_study_file_fails_in_one_line_naming_file_and_key(tmp_path, case, capsys):
+    text, expected = BAD[case]
+    path = write(tmp_path, text)
+    with pytest.raises(StudyError) as caught:
+        load(path)
+    message = str(caught.value)
+    assert expected in message and "\n" not in message and message.startswith(str(path))
+    out = tmp_path / "out"
+    assert main(["bench", str(path), "--out", str(out)]) == 2  # through the CLI: exit 2, nothing run
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err and not out.exists()
+
+
+def test_offered_rate_must_name_a_study_given_before(tmp_path):
+    first = write(tmp_path, TINY, "a.yaml")
+    second = write(tmp_path, TINY.replace("name: tiny", "name: other")
+                   + "offered_rate: {study: tiny, scheme: kg, delay_ms: 0.2}\n", "b.yaml")
+    assert [s.name for s in load_all([first, second])] == ["tiny", "other"]
+    with pytest.raises(StudyError, match=r"b.yaml: offered_rate.study: study 'tiny' measures the rate"):
+        load_all([second, first])
+    with pytest.raises(StudyError, match=r"a.yaml: name: another study file is also named 'tiny'"):
+        load_all([first, first])
+
+
+def test_missing_study_file(tmp_path):
+    with pytest.raises(StudyError, match="nope.yaml: cannot read the study file"):
+        load(tmp_path / "nope.yaml")
