@@ -107,6 +107,8 @@ class EngineModel:
             return None
         varied = [t for t in TERMS if rows[t].nunique() > 1]
         design = np.column_stack([np.ones(len(rows))] + [rows[t].to_numpy(dtype=float) for t in varied])
+        while np.linalg.matrix_rank(design) < design.shape[1]:  # e.g. batch rows ∝ W: keep the earlier term
+            varied, design = varied[:-1], design[:, :-1]
         solution = np.linalg.lstsq(design, rows["overhead_median_s"].to_numpy(dtype=float), rcond=None)[0]
         per_copy = rows.groupby("app")["busy_per_copy_s"].median().dropna()
         return cls(float(solution[0]), {t: float(c) for t, c in zip(varied, solution[1:])},

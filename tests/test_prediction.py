@@ -47,9 +47,11 @@ def test_engine_model_recovers_a_known_cost_line():
     assert model.coef == pytest.approx({"workers": 0.05, "sources": 0.02, "batch_rows": 1e-6})
     assert model.overhead(100, 10, 200_000) == pytest.approx(0.5 + 5 + 0.2 + 0.2)
     assert model.copy_seconds("wordcount") == 2e-6 and model.copy_seconds("selfjoin") == 2e-6
-    only_w = EngineModel.fit(calibration().query("sources == 1 and batch_rows == 20000 * workers / 10"))
-    assert set(only_w.coef) == {"workers", "batch_rows"}  # a term the runs do not vary is not fitted
+    fixed_s = EngineModel.fit(calibration().query("sources == 1"))
+    assert set(fixed_s.coef) == {"workers", "batch_rows"}  # a term the runs do not vary is not fitted
     assert EngineModel.fit(calibration().iloc[6:]) is None  # no no-delay run
+    collinear = EngineModel.fit(calibration().iloc[:3])  # batch rows = 2000 W: W alone explains both
+    assert set(collinear.coef) == {"workers"} and collinear.coef["workers"] == pytest.approx(0.05 + 2000e-6)
 
 
 def test_predicted_throughput_is_messages_over_engine_plus_busiest_worker():
