@@ -12,7 +12,7 @@ BENCH_CORES   ?= 50
 BENCH_MEMORY  ?= 5g
 BENCH_EXECUTOR_MEMORY ?= 4g
 # The default studies (bench/studies/*.yaml); engine calibrates the predictions of the others.
-STUDIES       ?= engine matrix storm offered aggregation efficiency
+STUDIES       ?= engine matrix storm offered aggregation efficiency dkg fang naivebayes
 
 .PHONY: setup test study speed bench report clean
 
@@ -33,11 +33,11 @@ study: setup  ## the PKG paper's simulations (Table II, Fig. 2) plus every newer
 speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5, W=100)
 	$(VENV)/bin/skewbench speed
 
-bench: setup  ## the study files $(STUDIES) on a local Spark cluster into $(OUT) (QUICK=1: a smoke run; RESUME=1 OUT=DIR: finish DIR)
+bench: setup  ## the study files $(STUDIES) on a local Spark cluster into $(OUT) (QUICK=1: a smoke run; FULL=1: the full sweep; RESUME=1 OUT=DIR: finish DIR)
 	$(MAKE) cluster-up WORKERS=$(BENCH_WORKERS) CORES=$(BENCH_CORES) MEMORY=$(BENCH_MEMORY) \
 	    EXECUTOR_MEMORY=$(BENCH_EXECUTOR_MEMORY)
 	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf $(VENV)/bin/skewbench bench $(STUDIES:%=bench/studies/%.yaml) \
-	    --out $(OUT) $(if $(QUICK),--quick) $(if $(RESUME),--resume)
+	    --out $(OUT) $(if $(QUICK),--quick) $(if $(FULL),--full) $(if $(RESUME),--resume)
 
 report: setup  ## rewrite OUT/report.md from the result files in OUT
 	$(VENV)/bin/skewbench report $(OUT)

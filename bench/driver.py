@@ -1,6 +1,6 @@
 """``skewbench bench``: run study files on the Spark cluster, one tidy row per run, predictions beside.
 
-``skewbench bench STUDY.yaml [STUDY.yaml ...] --out DIR [--resume] [--quick]``:
+``skewbench bench STUDY.yaml [STUDY.yaml ...] --out DIR [--resume] [--quick | --full]``:
 
 1. Loads and validates every study (:mod:`~skewbench.bench.studyfile`) and checks the cluster has a
    task slot for every worker of the largest W — before any run starts.
@@ -35,6 +35,7 @@ import pandas as pd
 from skewbench.bench.prediction import EngineModel, Work, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.studyfile import Point, Study, load_all
+from skewbench.simulator.metrics import stddev_pct
 
 FORMAT_VERSION = 1
 #: The columns every results.csv starts with (the issue's minimum); more follow.
@@ -47,34 +48,34 @@ class BenchError(ValueError):
     """Bad input or environment: one line, exit code 2, nothing run."""
 
 
-def bench(paths: list[str], out: Path, resume: bool = False, quick: bool = False, order_seed: int = 0,
+def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "default", order_seed: int = 0,
           log=sys.stderr) -> pd.DataFrame:
     """Run the studies into ``out`` (see the module docstring); returns the results table."""
     from skewbench.bench.spark.run import session
 
     studies = load_all(paths)
     url, slots = _cluster()
-    _claim(out, studies, quick, order_seed, resume)
+    _claim(out, studies, profile, order_seed, resume)
     phases = _phases(studies)
-    needed = max(p.workers for phase in phases for s in phase for p in s.points(quick))
+    needed = max(p.workers for phase in phases for s in phase for p in s.points(profile))
     if needed > slots:
         raise BenchError(f"the studies need {needed} task slots (W = {needed}) but the cluster at {url} has {slots} "
                          f"free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
     spark = session(url, "skewbench-bench")
     try:
-        with Progress(_remaining(out, phases, quick) + 1) as progress:
+        with Progress(_remaining(out, phases, profile) + 1) as progress:
             progress.step("warm-up run (not reported)")
             _warm_up(spark, slots)
             for phase in phases:
-                for point in _ordered(studies_points(phase, out, quick), order_seed):
+                for point in _ordered(studies_points(phase, out, profile), order_seed):
                     if _complete(out, point):
                         continue
                     progress.step(_label(point))
                     _run(spark, out, point)
-                    _results(out, studies, quick)[0].to_csv(out / "results.csv.partial", index=False)
+                    _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
     finally:
         spark.stop()
-    return finish(out, studies, quick, {"master": url, "slots": slots, "quick": quick, "order_seed": order_seed})
+    return finish(out, studies, profile, {"master": url, "slots": slots, "profile": profile, "order_seed": order_seed})
 
 
 def _cluster() -> tuple[str, int]:
@@ -87,14 +88,14 @@ def _cluster() -> tuple[str, int]:
         raise BenchError(str(exc)) from None
 
 
-def _plan(studies: list[Study], quick: bool, order_seed: int) -> dict:
-    return {"format_version": FORMAT_VERSION, "quick": quick, "order_seed": order_seed,
+def _plan(studies: list[Study], profile: str, order_seed: int) -> dict:
+    return {"format_version": FORMAT_VERSION, "profile": profile, "order_seed": order_seed,
             "studies": {s.name: s.spec for s in studies}}
 
 
-def _claim(out: Path, studies: list[Study], quick: bool, order_seed: int, resume: bool) -> None:
+def _claim(out: Path, studies: list[Study], profile: str, order_seed: int, resume: bool) -> None:
     """A new folder, or with ``resume`` one whose plan is this one (never two configurations in one)."""
-    plan = json.loads(json.dumps(_plan(studies, quick, order_seed)))
+    plan = json.loads(json.dumps(_plan(studies, profile, order_seed)))
     path = out / "plan.json"
     if not resume:
         if out.exists():
@@ -121,12 +122,12 @@ def _phases(studies: list[Study]) -> list[list[Study]]:
     return [engine, [s for s in studies if s not in engine and s not in offered], offered]
 
 
-def studies_points(phase: list[Study], out: Path, quick: bool) -> list[Point]:
+def studies_points(phase: list[Study], out: Path, profile: str) -> list[Point]:
     """The points of a phase's studies; an ``offered_rate`` study's rate is read from the runs done."""
     points = []
     for study in phase:
         source = study.spec.get("offered_rate")
-        points += study.points(quick, rate=_measured_rate(out, source) if source else None)
+        points += study.points(profile, rate=_measured_rate(out, source) if source else None)
     return points
 
 
@@ -142,10 +143,10 @@ def _measured_rate(out: Path, source: dict) -> float:
     return float(round(np.median(at)))
 
 
-def _remaining(out: Path, phases: list[list[Study]], quick: bool) -> int:
+def _remaining(out: Path, phases: list[list[Study]], profile: str) -> int:
     """Runs still to do (an offered study counts all its runs until its rate is measured)."""
-    planned = sum(len(s.points(quick)) for phase in phases for s in phase)
-    return planned - sum(_complete(out, p) for phase in phases for p in studies_points_done(phase, out, quick))
+    planned = sum(len(s.points(profile)) for phase in phases for s in phase)
+    return planned - sum(_complete(out, p) for phase in phases for p in studies_points_done(phase, out, profile))
 
 
 def _ordered(points: list[Point], seed: int) -> list[Point]:
@@ -205,7 +206,9 @@ def run_row(point: Point, folder: Path) -> dict:
     return {**asdict(point), "correct": s["correct"],
             "throughput": s["throughput_msgs_per_s"], "latency_p50": s["latency_seconds"]["p50"],
             "latency_p95": s["latency_seconds"]["p95"], "latency_p99": s["latency_seconds"]["p99"],
-            "max_over_mean": s["imbalance_max_over_mean"], "counters": s["counters"],
+            "max_over_mean": s["imbalance_max_over_mean"], "load_stddev_pct": stddev_pct(s["worker_messages"]),
+            "counters": s["counters"], "elapsed_s": s["elapsed_seconds"], "stored": sum(s["worker_messages"]),
+            "probes": sum(s["worker_probes"]),
             "counters_mean": s["counters_mean"], "output_rows": s["output_rows"],
             "engine_share": overhead["median"] / batch if batch else float("nan"),
             "overhead_median_s": overhead["median"],
@@ -237,24 +240,26 @@ def _with_predictions(rows: pd.DataFrame, points: dict[str, Point], sim: Path) -
     """The simulator's prediction of every run (engine model fitted on the engine studies' rows) and
     ``sim_exact``: the simulated stores and probes per worker equal Spark's."""
     model = EngineModel.fit(rows[rows["engine_study"]])
-    predicted, exact = [], []
+    predicted, exact, keys = [], [], []
     for name, stored, probed in zip(rows["run"], rows["worker_messages"], rows["worker_probes"]):
         path = sim / f"{name}.json"
         work = Work.from_json(json.loads(path.read_text())) if path.exists() else None
         predicted.append(predict(points[name], work, model) if work and model else {})
         exact.append(work is not None and work.store.sum(0).tolist() == list(stored)
                      and work.probe.sum(0).tolist() == list(probed))
+        keys.append(work.keys if work else np.nan)
     guess = pd.DataFrame(predicted, index=rows.index, columns=["throughput", "overhead_s", "busiest_s"])
     rows = rows.assign(predicted_throughput=guess["throughput"], predicted_overhead_s=guess["overhead_s"],
-                       predicted_busiest_s=guess["busiest_s"], sim_exact=exact)
+                       predicted_busiest_s=guess["busiest_s"], sim_exact=exact, keys=keys)
+    rows["dist_cost"] = rows["counters"] / rows["keys"]
     rows["prediction_error"] = rows["predicted_throughput"] / rows["throughput"] - 1
     return rows, (model.to_json() if model else None)
 
 
-def _results(out: Path, studies: list[Study], quick: bool) -> tuple[pd.DataFrame, dict | None]:
+def _results(out: Path, studies: list[Study], profile: str) -> tuple[pd.DataFrame, dict | None]:
     """Every complete run of the plan as one table, predictions beside."""
     engine = {s.name for s in studies if s.spec.get("engine")}
-    points = {p.name: p for phase in _phases(studies) for p in studies_points_done(phase, out, quick)}
+    points = {p.name: p for phase in _phases(studies) for p in studies_points_done(phase, out, profile)}
     rows = [run_row(p, out / "runs" / name) for name, p in points.items() if _complete(out, p)]
     if not rows:
         return pd.DataFrame(columns=COLUMNS), None
@@ -265,21 +270,21 @@ def _results(out: Path, studies: list[Study], quick: bool) -> tuple[pd.DataFrame
     return table[COLUMNS + [c for c in table.columns if c not in COLUMNS]], model
 
 
-def studies_points_done(phase: list[Study], out: Path, quick: bool) -> list[Point]:
+def studies_points_done(phase: list[Study], out: Path, profile: str) -> list[Point]:
     """:func:`studies_points`, where an offered study whose rate is not measured yet has none."""
     try:
-        return studies_points(phase, out, quick)
+        return studies_points(phase, out, profile)
     except BenchError:
-        return studies_points([s for s in phase if not s.spec.get("offered_rate")], out, quick)
+        return studies_points([s for s in phase if not s.spec.get("offered_rate")], out, profile)
 
 
-def finish(out: Path, studies: list[Study], quick: bool, context: dict) -> pd.DataFrame:
+def finish(out: Path, studies: list[Study], profile: str, context: dict) -> pd.DataFrame:
     """Write the final tables, the engine model, the comparisons and the report (see the module docstring)."""
     from skewbench.analysis.report import write_report
     from skewbench.bench import comparisons
     from skewbench.bench.provenance import write_metadata
 
-    table, model = _results(out, studies, quick)
+    table, model = _results(out, studies, profile)
     meta = {**context, "format_version": FORMAT_VERSION, "studies": {s.name: s.spec for s in studies}}
     for study in studies:
         part = table[table["study"] == study.name]

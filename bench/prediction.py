@@ -31,21 +31,23 @@ TERMS = ("workers", "sources", "batch_rows")
 
 @dataclass
 class Work:
-    """Copies per micro-batch and worker (``store``, ``probe``: arrays of shape batches × W)."""
+    """Copies per micro-batch and worker (``store``, ``probe``: arrays of shape batches × W), and the
+    stream's distinct keys (DKG's DistCost divides the counters by them)."""
 
     store: np.ndarray
     probe: np.ndarray
+    keys: int = 0
 
     @property
     def copies(self) -> np.ndarray:
         return self.store + self.probe
 
     def to_json(self) -> dict:
-        return {"store": self.store.tolist(), "probe": self.probe.tolist()}
+        return {"store": self.store.tolist(), "probe": self.probe.tolist(), "keys": self.keys}
 
     @classmethod
     def from_json(cls, data: dict) -> Work:
-        return cls(np.asarray(data["store"], dtype=np.int64), np.asarray(data["probe"], dtype=np.int64))
+        return cls(np.asarray(data["store"], dtype=np.int64), np.asarray(data["probe"], dtype=np.int64), data["keys"])
 
 
 def simulate_point(point: Point) -> Work:
@@ -73,7 +75,7 @@ def simulate_point(point: Point) -> Work:
             sent = app.fan_out(router, fps[idx], router.route_many(fps[idx], clock[idx]), payload)
             store[b] += np.bincount(sent.worker[sent.store], minlength=point.workers)
             probe[b] += np.bincount(sent.worker[~sent.store], minlength=point.workers)
-    return Work(store, probe)
+    return Work(store, probe, stream.distinct_keys)
 
 
 def cached_work(point: Point, folder: Path) -> Work:

@@ -19,13 +19,16 @@ Factors (a scalar means a one-element list): ``apps``, ``schemes``, ``workers``,
 ``aggregation_period`` (word count's T), ``split`` (``shuffle`` | ``key``), ``batch_rows`` /
 ``batch_rows_per_worker``.  ``design: cross`` runs every combination; ``design: around`` runs the
 *centre* (the first value of every factor) and, for each factor, its other values with every other
-factor at the centre (Montgomery's one-factor-at-a-time).  ``include`` adds points: each entry sets
-some factors, the rest take the centre's values.  Every point runs with seeds ``0 .. repeats-1``.
+factor at the centre (Montgomery's one-factor-at-a-time).  ``cross_with: [schemes]`` crosses the named
+factors with the design of the others (every scheme at every point of an ``around`` sweep).
+``include`` adds points: each entry sets some factors, the rest take the centre's values (and the
+``cross_with`` factors all of theirs).  Every point runs with seeds ``0 .. repeats-1``.
 
 Other keys: ``description``; ``offered_rate: {study: storm, scheme: kg, delay_ms: 0.4}`` — the rate is
 that study's median measured throughput at that point, in the same bench folder (the study must run
 in the same ``skewbench bench``); ``compare`` — the comparison with the paper computed from the
-study's rows (``storm``, ``aggregation``); ``quick`` — keys replaced for a smoke run (``--quick``);
+study's rows (``storm``, ``aggregation``, ``dkg``, ``naivebayes``); ``quick`` and ``full`` — keys replaced
+in those profiles (``--quick``: a smoke run of minutes; ``--full``: a bigger cluster's sweep);
 ``engine`` — ``true`` marks no-delay calibration runs the engine model is fitted on.
 
 :func:`load` validates a file completely before anything runs: a JSON Schema for shapes and ranges
@@ -45,9 +48,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from skewbench.bench.comparisons import COMPARISONS
+
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
            "split", "batch_rows", "batch_rows_per_worker")
 MAX_WORKERS = 1000
+PROFILES = ("quick", "default", "full")
 MAX_DELAY_MS = 100
 
 
@@ -85,14 +91,17 @@ SCHEMA = {
         **{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()},
         **_SIZES,
         "design": {"enum": ["cross", "around"]},
+        "cross_with": {"type": "array", "items": {"enum": [f for f in FACTORS if not f.startswith("batch_rows")]},
+                       "uniqueItems": True},
         "include": {"type": "array", "items": _POINT},
         "offered_rate": {"type": "object", "additionalProperties": False, "required": ["study", "scheme", "delay_ms"],
                          "properties": {"study": _NAME, "scheme": {"type": "string"},
                                         "delay_ms": _FACTOR_ITEMS["delay_ms"]}},
-        "compare": {"enum": ["storm", "aggregation"]},
+        "compare": {"enum": sorted(COMPARISONS)},
         "engine": {"type": "boolean"},
-        "quick": {"type": "object", "additionalProperties": False,
-                  "properties": {**{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()}, **_SIZES}},
+        **{profile: {"type": "object", "additionalProperties": False,
+                     "properties": {**{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()}, **_SIZES}}
+           for profile in ("quick", "full")},
     },
     "not": {"anyOf": [{"required": ["messages", "batches"]}, {"required": ["batch_rows", "batch_rows_per_worker"]}]},
 }
@@ -141,18 +150,19 @@ class Study:
     def name(self) -> str:
         return self.spec["name"]
 
-    def points(self, quick: bool = False, rate: float | None = None) -> list[Point]:
-        """Every run, seeds innermost.  ``rate``: the calibrated offered rate (``offered_rate`` studies)."""
-        spec = {**self.spec, **(self.spec.get("quick", {}) if quick else {})}
-        if quick:  # a size in quick replaces the other spelling of the same size
-            for one, other in (("batch_rows", "batch_rows_per_worker"), ("messages", "batches")):
-                if one in self.spec.get("quick", {}):
-                    spec.pop(other, None)
-            spec = {k: _as_list(v) if k in FACTORS else v for k, v in spec.items()}
+    def points(self, profile: str = "default", rate: float | None = None) -> list[Point]:
+        """Every run, seeds innermost, of a :data:`PROFILES` profile (``quick`` or ``full`` replace the
+        study's keys with theirs).  ``rate``: the calibrated offered rate (``offered_rate`` studies)."""
+        changes = self.spec.get(profile, {}) if profile != "default" else {}
+        spec = {**self.spec, **{k: _as_list(v) if k in FACTORS else v for k, v in changes.items()}}
+        for one, other in (("batch_rows", "batch_rows_per_worker"), ("messages", "batches")):
+            if one in changes:  # a size a profile sets replaces the other spelling of the same size
+                spec.pop(other, None)
         sized = "batch_rows" if "batch_rows" in spec else "batch_rows_per_worker"
         factors = {k: spec[k] for k in FACTORS if k in spec and k not in ("batch_rows", "batch_rows_per_worker")}
         factors["size"] = spec[sized]
-        combos = _design(factors, spec["design"], [_size_named(p, sized) for p in spec.get("include", [])])
+        combos = _design(factors, spec["design"], [_size_named(p, sized) for p in spec.get("include", [])],
+                         spec.get("cross_with", []))
         return [self._point(c, sized, spec, seed, rate) for c in combos for seed in range(spec["repeats"])]
 
     def _point(self, c: dict, sized: str, spec: dict, seed: int, rate: float | None) -> Point:
@@ -179,14 +189,21 @@ def _size_named(point: dict, sized: str) -> dict:
     return point
 
 
-def _design(factors: dict[str, list], design: str, include: list[dict]) -> list[dict]:
-    """The factor combinations: ``cross`` or ``around`` the centre, then ``include``; no duplicates."""
+def _design(factors: dict[str, list], design: str, include: list[dict], crossed: list[str] = ()) -> list[dict]:
+    """The factor combinations: ``cross`` or ``around`` the centre (times every combination of the
+    ``crossed`` factors), then ``include``; no duplicates."""
     centre = {k: v[0] for k, v in factors.items()}
+    rest = {k: v for k, v in factors.items() if k not in crossed}
     if design == "cross":
         combos = [dict(zip(factors, values)) for values in itertools.product(*factors.values())]
     else:
-        combos = [centre] + [{**centre, k: v} for k, values in factors.items() for v in values[1:]]
-    combos += [{**centre, **extra} for extra in include]
+        sweep = [{}] + [{k: v} for k, values in rest.items() for v in values[1:]]
+        combos = [{**centre, **dict(zip(crossed, values)), **change} for change in sweep
+                  for values in itertools.product(*(factors[k] for k in crossed))]
+    for extra in include:  # crossed factors the entry leaves open take all their values
+        open_ = [k for k in crossed if k not in extra]
+        combos += [{**centre, **dict(zip(open_, values)), **extra}
+                   for values in itertools.product(*(factors[k] for k in open_))]
     unique = {json.dumps(c, sort_keys=True): c for c in combos}
     return list(unique.values())
 

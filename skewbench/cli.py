@@ -178,11 +178,11 @@ def cmd_bench(args) -> int:
     except StudyError as exc:
         raise UsageError(str(exc)) from None
     _in_cluster_python("bench", [*args.studies, "--out", str(args.out), "--order-seed", str(args.order_seed)]
-                       + ["--resume"] * args.resume + ["--quick"] * args.quick)
+                       + ["--resume"] * args.resume + [f"--{args.profile}"] * (args.profile != "default"))
     from skewbench.bench.spark.run import RunError
 
     try:
-        table = bench(args.studies, args.out, resume=args.resume, quick=args.quick, order_seed=args.order_seed)
+        table = bench(args.studies, args.out, resume=args.resume, profile=args.profile, order_seed=args.order_seed)
     except (BenchError, RunError) as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
@@ -305,7 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder (must not exist)")
     bench.add_argument("--resume", action="store_true",
                        help="finish an interrupted bench in DIR: complete runs are kept, the rest run")
-    bench.add_argument("--quick", action="store_true", help="each study's quick: settings (a smoke run)")
+    size = bench.add_mutually_exclusive_group()
+    size.add_argument("--quick", dest="profile", action="store_const", const="quick", default="default",
+                      help="each study's quick: settings (a smoke run of minutes)")
+    size.add_argument("--full", dest="profile", action="store_const", const="full",
+                      help="each study's full: settings (more seeds and points: for a bigger cluster, CLOUD=aws)")
     bench.add_argument("--order-seed", type=int, default=0, metavar="N", help="seed of the run order (default 0)")
     bench.set_defaults(func=cmd_bench)
 

@@ -45,8 +45,8 @@ def test_offered_study_takes_kgs_rate_at_the_papers_saturation_delay():
     storm, offered = load_all([STUDIES / "storm.yaml", STUDIES / "offered.yaml"])
     paper = published()["pkg"]["storm_deployment"]["kg_saturation_delay_ms"]
     assert offered.spec["offered_rate"] == {"study": "storm", "scheme": "kg", "delay_ms": paper}
-    for quick in (False, True):
-        assert paper in {p.delay_ms for p in storm.points(quick) if p.scheme == "kg"}
+    for profile in ("quick", "default", "full"):
+        assert paper in {p.delay_ms for p in storm.points(profile) if p.scheme == "kg"}
 
 
 def aggregation_table(pkg_factor: float = 1.1) -> pd.DataFrame:
@@ -69,13 +69,14 @@ def test_aggregation_comparison_per_period():
 
 def test_shipped_studies_plan_the_papers_runs():
     storm, aggregation, efficiency = load_all([STUDIES / f"{n}.yaml" for n in ("storm", "aggregation", "efficiency")])
-    points = storm.points()
+    assert len(storm.points()) == 3 * 3  # one seed by default (2 h on 2 cores), three in the full profile
+    points = storm.points("full")
     assert len(points) == 3 * 3 * 3 and {(p.workers, p.sources, p.workload) for p in points} == {(9, 1, "wp")}
     assert all(p.messages == p.batch_rows * 5 == 9 * 10_000 * 5 for p in points)
     assert {p.seed for p in points} == {0, 1, 2} and len({p.name for p in points}) == len(points)
-    assert [(p.workers, p.delay_ms) for p in efficiency.points(quick=True)] == [
+    assert [(p.workers, p.delay_ms) for p in efficiency.points("quick")] == [
         (10, 1.0), (10, 0.0), (50, 1.0), (50, 0.0)]
-    runs = aggregation.points()
+    runs = aggregation.points("full")
     assert len(runs) == (1 + 2 * 4) * 3 and {p.delay_ms for p in runs} == {0.4}
     assert {(p.scheme, p.aggregation_period) for p in runs if p.scheme == "kg"} == {("kg", 0)}
     assert all(p.messages == 9 * p.batch_rows for p in runs)
@@ -127,3 +128,63 @@ def test_efficiency_verdict_names_the_largest_w_the_engine_carries():
     assert "without delay: W = 20 (capacity 44,000 ≥ 20,000 messages/s); efficiency there 72 %." in verdict
     beyond = efficiency_verdict(table.assign(**{"no-delay throughput": 5e3, "efficiency": 0.3}))
     assert beyond == "Efficiency ≥ 70 %: at no W measured. The engine sustains the ideal rate at no W measured."
+
+
+def dkg_table() -> pd.DataFrame:
+    """The dkg study's points (default profile) with throughput = 1000 / the scheme's busiest share."""
+    study = load_all([STUDIES / "dkg.yaml"])[0]
+    share = {"sg": lambda r: 0.1, "kg": lambda r: max(r, 0.1), "pkg": lambda r: max(r / 2, 0.1),
+             "dkg": lambda r: max(r / 4, 0.1)}
+    rows = []
+    for p in study.points():
+        r = cb._skew(p.workload)
+        rows.append({"scheme": p.scheme, "workload": p.workload, "workers": p.workers, "sources": p.sources,
+                     "seed": p.seed, "throughput": 1000 / share[p.scheme](r) * (1 + 0.01 * (p.workers == 50)),
+                     "latency_p50": 1.0, "elapsed_s": 10.0, "load_stddev_pct": 5.0, "dist_cost": 1.5,
+                     "correct": True})
+    return pd.DataFrame(rows)
+
+
+def test_dkg_comparison_reads_table3_and_the_claims():
+    c = cb.compare_dkg(dkg_table())
+    assert c["dkg_over_pkg_throughput_by_skew"] == {"0.0": 1.0, "0.2": 1.0, "0.68": 2.0, "0.8": 2.0, "1.0": 2.0}
+    assert c["high_skew"]["min_dkg_over_pkg"] == 2.0 and c["low_skew"]["max_abs_dkg_over_pkg_minus_1"] == 0.0
+    assert c["table3"]["dkg"]["throughput_over_kg"] == 4.0 and c["table3"]["dkg"]["paper_throughput_over_kg"] == 3.37
+    assert c["table3"]["sg"]["paper_dist_cost"] == 2.4491
+    assert c["workers_throughput_spread_at_68pct"]["kg"] == 0.01  # W = 50 runs 1 % faster
+    assert c["sources_throughput_spread_at_68pct"]["kg"] == 0.0
+
+
+def test_naivebayes_comparison_counts_probes_per_query_word():
+    rows = [{"scheme": s, "workers": w, "messages": 1000, "stored": 900, "probes": 100 * f, "throughput": 5.0,
+             "correct": True} for s, f in (("kg", 1), ("pkg", 2), ("sg", 10)) for w in (10,)]
+    c = cb.compare_naivebayes(pd.DataFrame(rows))
+    assert c["points"]["pkg W=10"] == {"probes_per_query": 2.0, "theory": 2, "throughput": 5}
+    assert c["probes_equal_theory"]
+    assert not cb.compare_naivebayes(pd.DataFrame(rows).assign(probes=150))["probes_equal_theory"]
+
+
+def test_report_draws_the_new_studies(tmp_path):
+    import json
+
+    from skewbench.analysis.report import write_report
+
+    dkg = dkg_table()
+    dkg.to_csv(tmp_path / "dkg.csv", index=False)
+    (tmp_path / "dkg_vs_paper.json").write_text(json.dumps(cb.compare_dkg(dkg)))
+    bayes = pd.DataFrame([{"scheme": s, "workers": w, "messages": 1000, "stored": 900, "probes": 100 * f(w),
+                           "throughput": 5000.0 / f(w), "correct": True}
+                          for s, f in (("kg", lambda w: 1), ("pkg", lambda w: 2), ("sg", lambda w: w))
+                          for w in (10, 20)])
+    bayes.to_csv(tmp_path / "naivebayes.csv", index=False)
+    (tmp_path / "naivebayes_vs_paper.json").write_text(json.dumps(cb.compare_naivebayes(bayes)))
+    pd.DataFrame([{"app": a, "scheme": s, "throughput": t, "latency_p50": 1.0, "max_over_mean": 1.2}
+                  for a in ("selfjoin", "wordcount") for s, t in (("mixed", 900), ("kg", 500))]
+                 ).to_csv(tmp_path / "fang.csv", index=False)
+    report = write_report(tmp_path).read_text()
+    assert "## DKG's Storm experiments on Spark" in report and "| dkg | 4 | 3.37 |" in report
+    assert "at most 0.0 (paper: DKG +8 % at 30 %)" in report
+    assert "## Naive Bayes on Spark" in report and "at every point: True." in report
+    assert "## Fang et al.'s table schemes on Spark" in report
+    for png in ("dkg_skew.png", "naivebayes.png", "fang.png"):
+        assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report

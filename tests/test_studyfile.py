@@ -62,9 +62,25 @@ def test_around_varies_one_factor_at_a_time_and_include_adds_points(tmp_path):
     assert {p.workload for p in study.points()} == {"wp"}  # the app's default
 
 
+def test_cross_with_sweeps_every_scheme_around_the_centre(tmp_path):
+    study = load(write(tmp_path, """\
+        name: sweep
+        apps: wordcount
+        schemes: [pkg, dkg]
+        workers: [10, 50]
+        workloads: ["country:skew=0.68", "country:skew=0.9"]
+        delay_ms: 1
+        design: around
+        cross_with: [schemes]
+        """))
+    combos = {(p.scheme, p.workers, p.workload[-4:]) for p in study.points()}
+    assert combos == {(s, w, k) for s in ("pkg", "dkg") for w, k in ((10, "0.68"), (50, "0.68"), (10, "=0.9"))}
+    assert len(study.points()) == len(combos)
+
+
 def test_quick_replaces_keys_for_a_smoke_run(tmp_path):
     study = load(write(tmp_path, TINY + "quick: {schemes: kg, batch_rows: 1000, messages: 3000}\n"))
-    quick = study.points(quick=True)
+    quick = study.points("quick")
     assert {p.scheme for p in quick} == {"kg"} and {(p.messages, p.batch_rows) for p in quick} == {(3000, 1000)}
     assert len(study.points()) == 8  # the full plan is unchanged
 
@@ -75,8 +91,8 @@ def test_every_shipped_study_loads_and_fits_the_bench_cluster():
     studies = load_all([STUDIES / f"{n}.yaml" for n in order] + [p for p in paths if p.stem not in order])
     assert {s.name for s in studies} == {p.stem for p in paths}
     for study in studies:
-        for quick in (False, True):
-            assert max(p.workers for p in study.points(quick)) <= 100  # make bench's 2 x 50 slots
+        for profile in ("quick", "default", "full"):
+            assert max(p.workers for p in study.points(profile)) <= 100  # make bench's 2 x 50 slots
 
 
 def test_default_profile_covers_every_app_scheme_w_and_s():
@@ -111,6 +127,7 @@ BAD = {
     "workload": (TINY.replace("z=1.2", "z=banana"), "study.yaml: workloads: zipf:"),
     "unknown workload": (TINY.replace("zipf:", "zipfx:"), "study.yaml: workloads: unknown workload 'zipfx'"),
     "design": (TINY.replace("design: cross", "design: random"), "study.yaml: design: 'random' is not one of"),
+    "cross_with": (TINY + "cross_with: [colour]\n", "study.yaml: cross_with[0]: 'colour' is not one of"),
     "missing key": (TINY.replace("workers: [4]\n", ""), "study.yaml: (top level): 'workers' is a required property"),
     "both sizes": (TINY + "batches: 3\n", "study.yaml: messages/batches, batch_rows/batch_rows_per_worker: give only"),
     "period": (TINY + "aggregation_period: [2]\n", "study.yaml: aggregation_period: applies to wordcount only"),
