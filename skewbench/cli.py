@@ -94,6 +94,10 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_speed(args) -> int:
+    if args.trace:
+        from skewbench.bench.trace_speed import main as trace_speed
+
+        return trace_speed(["--lines", str(args.trace_lines), "--seed", str(args.seed)])
     from skewbench.bench.provenance import write_metadata
     import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.bench.study import claim
@@ -266,6 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--repeat", type=int, default=3)
     speed.add_argument("--seed", type=int, default=0)
     speed.add_argument("--out", metavar="FILE.csv")
+    speed.add_argument("--trace", action="store_true",
+                       help="instead: write a text trace (ts<TAB>key, Zipf 1.0 over 1M keys) and time loading it and "
+                            "a whole `skewbench simulate` of it, beside the Java SLBSimulator's 22 s")
+    speed.add_argument("--trace-lines", type=int, default=10_000_000, metavar="N", help="the trace's lines")
     speed.add_argument("--force", action="store_true", help="replace an existing --out")
     speed.set_defaults(func=cmd_speed)
 
