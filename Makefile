@@ -12,7 +12,7 @@ BENCH_CORES   ?= 50
 BENCH_MEMORY  ?= 5g
 BENCH_EXECUTOR_MEMORY ?= 4g
 # The default studies (bench/studies/*.yaml); engine calibrates the predictions of the others.
-STUDIES       ?= engine matrix storm offered aggregation efficiency dkg fang naivebayes
+STUDIES       ?= engine matrix storm offered aggregation efficiency dkg fang naivebayes sustainable
 
 .PHONY: setup test study speed bench report clean
 

@@ -26,12 +26,13 @@ import json
 import shutil
 import sys
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from skewbench.bench import sustainable
 from skewbench.bench.prediction import EngineModel, Work, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.studyfile import Point, Study, load_all
@@ -73,6 +74,12 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
                     progress.step(_label(point))
                     _run(spark, out, point)
                     _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
+            for study in (s for s in studies if s.spec.get("sustainable")):
+                for base in study.points(profile):
+                    while (point := _search(out, studies, profile, base)[1]) is not None:
+                        progress.step(_label(point) + f" (sustainable search of {base.name})")
+                        _run(spark, out, point)
+                        _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
     finally:
         spark.stop()
     return finish(out, studies, profile, {"master": url, "slots": slots, "profile": profile, "order_seed": order_seed})
@@ -144,9 +151,40 @@ def _measured_rate(out: Path, source: dict) -> float:
 
 
 def _remaining(out: Path, phases: list[list[Study]], profile: str) -> int:
-    """Runs still to do (an offered study counts all its runs until its rate is measured)."""
+    """Runs still to do, at most (an offered study counts all its runs until its rate is measured, a
+    sustainable-throughput search :data:`~skewbench.bench.sustainable.MAX_RUNS`)."""
     planned = sum(len(s.points(profile)) for phase in phases for s in phase)
-    return planned - sum(_complete(out, p) for phase in phases for p in studies_points_done(phase, out, profile))
+    searches = sum(len(s.points(profile)) for phase in phases for s in phase if s.spec.get("sustainable"))
+    return (planned + searches * sustainable.MAX_RUNS  # at most: a search usually stops earlier
+            - sum(_complete(out, p) for phase in phases for p in studies_points_done(phase, out, profile)))
+
+
+def _search(out: Path, studies: list[Study], profile: str, base: Point) -> tuple[list[tuple[Point, bool, float]], Point | None]:
+    """A sustainable-throughput search of ``base`` replayed from the runs done: each run with its verdict
+    and backlog slope, and the next run (None when the search is over).  It starts from the simulator's
+    predicted capacity (the measured peak where no engine study calibrates the model)."""
+    spec = next(s for s in studies if s.name == base.study).spec["sustainable"]
+    seconds = spec.get("seconds", sustainable.SECONDS) if isinstance(spec, dict) else sustainable.SECONDS
+    model = _model(out, studies, profile)
+    if model is not None:
+        start = predict(base, cached_work(base, out / "sim"), model)["throughput"]
+    else:
+        start = json.loads((out / "runs" / base.name / "summary.json").read_text())["throughput_msgs_per_s"]
+    tried: list[tuple[Point, bool, float]] = []
+    while (rate := sustainable.next_rate([(p.rate, ok) for p, ok, _ in tried], start)) is not None:
+        point = replace(base, rate=rate, messages=max(1000, int(rate * seconds)))
+        if not _complete(out, point):
+            return tried, point
+        batches = pd.read_parquet(out / "runs" / point.name / "batches.parquet")
+        tried.append((point, *sustainable.verdict(batches, point.rate, point.messages)))
+    return tried, None
+
+
+def _model(out: Path, studies: list[Study], profile: str) -> EngineModel | None:
+    """The engine model fitted on the engine studies' complete runs."""
+    engine = [s for s in studies if s.spec.get("engine")]
+    rows = [run_row(p, out / "runs" / p.name) for s in engine for p in s.points(profile) if _complete(out, p)]
+    return EngineModel.fit(pd.DataFrame(rows)) if rows else None
 
 
 def _ordered(points: list[Point], seed: int) -> list[Point]:
@@ -236,10 +274,10 @@ def _busy_per_copy(folder: Path) -> float:
     return float(steady["busy_seconds"].sum() / copies) if copies else float("nan")
 
 
-def _with_predictions(rows: pd.DataFrame, points: dict[str, Point], sim: Path) -> tuple[pd.DataFrame, dict | None]:
-    """The simulator's prediction of every run (engine model fitted on the engine studies' rows) and
+def _with_predictions(rows: pd.DataFrame, points: dict[str, Point], sim: Path,
+                      model: EngineModel | None) -> tuple[pd.DataFrame, dict | None]:
+    """The simulator's prediction of every run (``model``: fitted on the engine studies' runs) and
     ``sim_exact``: the simulated stores and probes per worker equal Spark's."""
-    model = EngineModel.fit(rows[rows["engine_study"]])
     predicted, exact, keys = [], [], []
     for name, stored, probed in zip(rows["run"], rows["worker_messages"], rows["worker_probes"]):
         path = sim / f"{name}.json"
@@ -257,15 +295,22 @@ def _with_predictions(rows: pd.DataFrame, points: dict[str, Point], sim: Path) -
 
 
 def _results(out: Path, studies: list[Study], profile: str) -> tuple[pd.DataFrame, dict | None]:
-    """Every complete run of the plan as one table, predictions beside."""
+    """Every complete run of the plan as one table (sustainable-throughput searches included, with
+    their verdicts), predictions beside."""
     engine = {s.name for s in studies if s.spec.get("engine")}
     points = {p.name: p for phase in _phases(studies) for p in studies_points_done(phase, out, profile)}
     rows = [run_row(p, out / "runs" / name) for name, p in points.items() if _complete(out, p)]
+    for study in (s for s in studies if s.spec.get("sustainable")):
+        for base in (p for p in study.points(profile) if _complete(out, p)):
+            for point, ok, slope in _search(out, studies, profile, base)[0]:
+                points[point.name] = point
+                rows.append(run_row(point, out / "runs" / point.name) | {"search_of": base.name, "sustainable": ok,
+                                                                          "backlog_slope": slope})
     if not rows:
         return pd.DataFrame(columns=COLUMNS), None
     table = pd.DataFrame(rows)
     table["engine_study"] = table["study"].isin(engine)
-    table, model = _with_predictions(table, points, out / "sim")
+    table, model = _with_predictions(table, points, out / "sim", _model(out, studies, profile))
     table = table.drop(columns=["worker_messages", "worker_probes"])
     return table[COLUMNS + [c for c in table.columns if c not in COLUMNS]], model
 

@@ -17,7 +17,7 @@ and the rate.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +128,10 @@ class EngineModel:
         return {"intercept_s": self.intercept, "coef_s": self.coef, "per_copy_s": self.per_copy, "runs": self.runs,
                 "terms": list(TERMS)}
 
+    @classmethod
+    def from_json(cls, data: dict) -> EngineModel:
+        return cls(data["intercept_s"], data["coef_s"], data["per_copy_s"], data["runs"])
+
 
 def predict(point: Point, work: Work, model: EngineModel) -> dict:
     """For ``point``: ``throughput`` (messages/s, see the module docstring), and the median over the
@@ -141,3 +145,21 @@ def predict(point: Point, work: Work, model: EngineModel) -> dict:
     capacity = sizes[steady].sum() / seconds if seconds > 0 else float("inf")
     return {"throughput": min(capacity, point.rate) if point.rate > 0 else capacity,
             "overhead_s": float(np.median(overhead)), "busiest_s": float(np.median(busiest))}
+
+
+def predict_points(points: list[Point], model: EngineModel, progress=None) -> pd.DataFrame:
+    """The simulator's prediction of every point, no Spark: one row per point with its work per batch
+    (busiest worker's copies, max/mean of the stores) and the predicted throughput."""
+    rows = []
+    for point in points:
+        if progress is not None:
+            progress.step(f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} "
+                          f"delay {point.delay_ms} ms {point.workload}")
+        work = simulate_point(point)
+        stores = work.store.sum(0)
+        rows.append({**asdict(point), **predict(point, work, model), "keys": work.keys,
+                     "max_over_mean": float(stores.max() / stores.mean()) if stores.mean() else float("nan"),
+                     "busiest_copies": float(np.median(work.copies[1:].max(axis=1))) if len(work.copies) > 1
+                     else float(work.copies.max())})
+    return pd.DataFrame(rows).rename(columns={"throughput": "predicted_throughput",
+                                              "overhead_s": "predicted_overhead_s", "busiest_s": "predicted_busiest_s"})

@@ -29,7 +29,10 @@ that study's median measured throughput at that point, in the same bench folder 
 in the same ``skewbench bench``); ``compare`` — the comparison with the paper computed from the
 study's rows (``storm``, ``aggregation``, ``dkg``, ``naivebayes``); ``quick`` and ``full`` — keys replaced
 in those profiles (``--quick``: a smoke run of minutes; ``--full``: a bigger cluster's sweep);
-``engine`` — ``true`` marks no-delay calibration runs the engine model is fitted on.
+``engine`` — ``true`` marks no-delay calibration runs the engine model is fitted on;
+``sustainable`` — ``true`` (or ``{seconds: S}``, the stream offered per search run): after every
+point ran as fast as it goes (its peak), a search for its sustainable throughput
+(:mod:`~skewbench.bench.sustainable`).
 
 :func:`load` validates a file completely before anything runs: a JSON Schema for shapes and ranges
 (``jsonschema``, which names the offending key), then what needs the library (app, scheme and
@@ -99,8 +102,12 @@ SCHEMA = {
                                         "delay_ms": _FACTOR_ITEMS["delay_ms"]}},
         "compare": {"enum": sorted(COMPARISONS)},
         "engine": {"type": "boolean"},
+        "sustainable": {"oneOf": [{"type": "boolean"},
+                                  {"type": "object", "additionalProperties": False,
+                                   "properties": {"seconds": {"type": "number", "minimum": 2}}}]},
         **{profile: {"type": "object", "additionalProperties": False,
-                     "properties": {**{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()}, **_SIZES}}
+                     "properties": {**{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()}, **_SIZES,
+                                    "include": {"type": "array", "items": _POINT}}}
            for profile in ("quick", "full")},
     },
     "not": {"anyOf": [{"required": ["messages", "batches"]}, {"required": ["batch_rows", "batch_rows_per_worker"]}]},

@@ -197,6 +197,36 @@ def cmd_bench(args) -> int:
     return EXIT_FAILED if len(wrong) else 0
 
 
+def cmd_predict(args) -> int:
+    import json
+
+    from skewbench.bench.prediction import EngineModel, predict_points
+    from skewbench.bench.progress import Progress
+    from skewbench.bench.provenance import write_metadata
+    from skewbench.bench.study import claim
+    from skewbench.bench.studyfile import StudyError, load_all
+
+    try:
+        studies = load_all(args.studies)
+    except StudyError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.engine_model.is_file():
+        raise UsageError(f"{args.engine_model} is not a file: give a bench's engine_model.json (skewbench bench "
+                         f"with an engine study writes one)")
+    model = EngineModel.from_json(json.loads(args.engine_model.read_text()))
+    claim(args.out, args.force)
+    points = [p for s in studies for p in s.points(args.profile)]
+    with Progress(len(points)) as progress:
+        table = predict_points(points, model, progress)
+    table.to_csv(args.out, index=False)
+    write_metadata(args.out, {"studies": {s.name: s.spec for s in studies}, "profile": args.profile,
+                              "engine_model": model.to_json()})
+    print(table[["study", "app", "scheme", "workers", "sources", "delay_ms", "predicted_throughput"]]
+          .to_string(index=False, float_format=lambda v: f"{v:,.0f}"))
+    print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_study(args) -> int:
     from skewbench.bench.paper_study import main as paper_study
 
@@ -320,6 +350,19 @@ def build_parser() -> argparse.ArgumentParser:
                       help="each study's full: settings (more seeds and points: for a bigger cluster, CLOUD=aws)")
     bench.add_argument("--order-seed", type=int, default=0, metavar="N", help="seed of the run order (default 0)")
     bench.set_defaults(func=cmd_bench)
+
+    predict = sub.add_parser("predict", help="the simulator's prediction of every point of study files (no Spark)",
+                             description="Route every point's stream as the Spark pipeline would and predict its "
+                                         "throughput with an engine model a bench fitted (engine_model.json): the "
+                                         "whole matrix in minutes, Spark measuring a selection.")
+    predict.add_argument("studies", nargs="+", metavar="STUDY.yaml")
+    predict.add_argument("--engine-model", required=True, type=Path, metavar="FILE",
+                         help="a bench's engine_model.json")
+    predict.add_argument("--out", required=True, type=Path, metavar="FILE.csv", help="one row per point")
+    predict.add_argument("--full", dest="profile", action="store_const", const="full", default="default",
+                         help="each study's full: settings")
+    predict.add_argument("--force", action="store_true", help="replace an existing --out")
+    predict.set_defaults(func=cmd_predict)
 
     study = sub.add_parser("study", help="the papers' simulations side by side (no cluster), then a report",
                            description="Every simulation experiment of the papers (skewbench.bench.paper_study) "

@@ -403,6 +403,8 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
         query = None
         metrics = pd.concat(collector.metrics, ignore_index=True)
         batches = batch_table(progress, metrics)
+        batches["messages"] = [len(collector.latency.get(b, ())) for b in batches["batch"]]  # done in the batch
+        batches["first_arrival"] = [collector.arrival.get(b, np.nan) for b in batches["batch"]]  # intended time
         batches.to_parquet(folder / "batches.parquet", index=False)
         summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode)
         summary |= engine_and_resources(spark, folder, wall_start)

@@ -97,3 +97,35 @@ def test_bench_interrupted_and_resumed_gives_every_run_once(spark_cluster, tmp_p
     assert code == 2 and "started with other studies or options (studies differ)" in log
     code, log = finished(bench(*files, "--out", str(out), conf=spark_cluster), timeout=120)
     assert code == 2 and "results are never overwritten" in log
+
+
+@pytest.mark.spark
+def test_sustainable_search_brackets_the_peak(spark_cluster, tmp_path):
+    cal = tmp_path / "cal.yaml"
+    cal.write_text(textwrap.dedent(CALIBRATION))
+    study = tmp_path / "sus.yaml"
+    study.write_text(textwrap.dedent("""\
+        name: sus
+        apps: wordcount
+        schemes: pkg
+        workers: 4
+        sources: 1
+        delay_ms: 0.5
+        workloads: ["zipf:z=1.0,keys=500"]
+        batch_rows: 4000
+        batches: 4
+        sustainable: {seconds: 6}
+        """))
+    out = tmp_path / "out"
+    code, log = finished(bench(str(cal), str(study), "--out", str(out), conf=spark_cluster))
+    assert code == 0, log[-4000:]
+    table = pd.read_csv(out / "results.csv")
+    search = table[table["search_of"].notna()]
+    peak = table.loc[table["run"] == search["search_of"].iloc[0], "throughput"].iloc[0]
+    assert 2 <= len(search) <= 6 and search["correct"].all() and search["sim_exact"].all()
+    assert (search["rate"] > 0).all() and search["messages"].max() <= 6 * search["rate"].max() + 1
+    verdicts = dict(zip(search["rate"], search["sustainable"]))
+    assert all(not ok for r, ok in verdicts.items() if r > 1.5 * peak)  # far above the peak cannot be carried
+    good = [r for r, ok in verdicts.items() if ok]
+    assert good and max(good) <= 1.3 * peak
+    assert "## Sustainable throughput" in (out / "report.md").read_text()

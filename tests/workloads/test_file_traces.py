@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from skewbench.workloads import WorkloadError, files, parse
+from skewbench.stream import Stream
+from skewbench.workloads import WorkloadError, columns, compressed, parse
 
 CODECS = ["gzip", "bz2", "xz", "zstd", "lz4"]
 SUFFIX = {"gzip": ".gz", "bz2": ".bz2", "xz": ".xz", "zstd": ".zst", "lz4": ".lz4"}
@@ -95,8 +96,8 @@ def test_every_codec_gives_the_stream_of_the_plain_file(tmp_path, codec, fmt):
     ("t.csv.lz4", ("csv", "lz4")), ("trace", ("text", None)), ("t.tab.lzma", ("tsv", "xz")),
 ])
 def test_format_is_the_suffix_before_the_compression_suffix(tmp_path, name, expected):
-    assert files.detect(tmp_path / name) == expected
-    assert files.detect(tmp_path / name, "csv")[0] == "csv"  # format= wins
+    assert compressed.detect(tmp_path / name) == expected
+    assert compressed.detect(tmp_path / name, "csv")[0] == "csv"  # format= wins
 
 
 def test_compressed_parquet_reads(tmp_path):
@@ -120,7 +121,7 @@ def test_garbled_or_truncated_compressed_file_fails_in_one_line(tmp_path, codec)
 def test_codec_missing_from_pyarrow_says_so(tmp_path, monkeypatch):
     path = tmp_path / "t.txt.zst"
     path.write_bytes(b"\x28\xb5\x2f\xfd")
-    monkeypatch.setattr(files, "_arrow_codec_available", lambda codec: False)
+    monkeypatch.setattr(compressed, "_arrow_codec_available", lambda codec: False)
     message = one_line_error(f"file:path={path},key=line")
     assert "this pyarrow has no zstd codec" in message and "zstd -d t.txt.zst" in message
 
@@ -128,7 +129,7 @@ def test_codec_missing_from_pyarrow_says_so(tmp_path, monkeypatch):
 def test_python_without_lzma_says_so(tmp_path, monkeypatch):
     (tmp_path / "t.txt").write_text("a\n")
     path = compress(tmp_path / "t.txt", "xz")
-    monkeypatch.setattr(files, "lzma", None)
+    monkeypatch.setattr(compressed, "lzma", None)
     message = one_line_error(f"file:path={path},key=line")
     assert "this Python has no lzma module" in message and "xz -d t.txt.xz" in message
 
@@ -219,13 +220,13 @@ def test_tab_separated_trace_takes_the_fast_path_and_matches_python(tmp_path, mo
     times, keys = random_trace(np.random.default_rng(7), 5000)
     path = tmp_path / "trace.txt"
     path.write_text("".join(f"{t}\t{k}\n" for t, k in zip(times, keys)), encoding="utf-8")
-    monkeypatch.setattr(files, "_text_split", lambda *a: pytest.fail("took the slow path"))
+    monkeypatch.setattr(columns, "_text_split", lambda *a: pytest.fail("took the slow path"))
     stream = parse(f"file:path={path},key=1,time=0")
     ids, labels, clock = reference_text(path, "1", "0")
     np.testing.assert_array_equal(stream.ids, ids)
     np.testing.assert_array_equal(stream.labels, labels)
     np.testing.assert_array_equal(stream.clock, clock)
-    np.testing.assert_array_equal(stream.fps, files.Stream("x", ids, labels).fps)
+    np.testing.assert_array_equal(stream.fps, Stream("x", ids, labels).fps)
 
 
 SPACES = ["\t", " ", "  ", " \t ", "\u3000", "\xa0", "\x1f", "\u2003"]
@@ -278,7 +279,7 @@ def test_csv_matches_pandas_with_quotes_newlines_and_unicode(tmp_path):
 def test_python_whitespace_is_what_the_fast_path_rejects():
     chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000]
     python = {c for c in chars if len(f"a{c}b".split()) == 2}
-    arrow = pc.match_substring_regex(pa.array(chars), files._WHITESPACE).to_numpy(zero_copy_only=False)
+    arrow = pc.match_substring_regex(pa.array(chars), columns._WHITESPACE).to_numpy(zero_copy_only=False)
     assert {c for c, hit in zip(chars, arrow) if hit} == python
 
 

@@ -1,0 +1,33 @@
+"""Sustainable throughput: the backlog verdict on constructed batch tables, and the search's steps."""
+import numpy as np
+import pandas as pd
+
+from skewbench.bench import sustainable as sus
+
+
+def batches(rate: float, served: float, n: int = 12, length: float = 1.0, t0: float = 100.0) -> pd.DataFrame:
+    """Batches of ``length`` s processing ``min(rate, served)`` messages/s of an offered ``rate``."""
+    per = min(rate, served) * length
+    return pd.DataFrame({"batch": np.arange(n), "started": t0 + length * np.arange(n), "duration": length,
+                         "messages": np.full(n, per), "first_arrival": t0 + length * np.arange(n)})
+
+
+def test_a_rate_the_system_carries_is_sustainable_and_one_it_cannot_is_not():
+    ok, slope = sus.verdict(batches(1000, 1200), 1000, messages=20_000)
+    assert ok and abs(slope) < 1
+    ok, slope = sus.verdict(batches(1000, 900), 1000, messages=20_000)
+    assert not ok and abs(slope - 100) < 1  # 100 messages/s more each second
+    assert sus.verdict(batches(1000, 995), 1000, messages=20_000)[0]  # 0.5 % of the rate: within the limit
+
+
+def test_search_brackets_then_bisects_and_stops():
+    capacity = 1234.0
+    tried = []
+    while (rate := sus.next_rate(tried, start=1000)) is not None:
+        tried.append((rate, rate <= capacity))
+    assert tried[0] == (1000.0, True) and tried[1] == (1300.0, False)
+    assert len(tried) <= sus.MAX_RUNS
+    found = sus.sustainable_rate(tried)
+    assert found <= capacity and found >= capacity / (1 + sus.PRECISION) ** 2
+    assert sus.next_rate([(500.0, False)], start=500) == round(500 / sus.STEP)
+    assert sus.sustainable_rate([(500.0, False)]) == 0.0
