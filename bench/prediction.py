@@ -6,12 +6,13 @@ alone: :func:`simulate_point` routes the run's stream with the same routers, sou
 micro-batches as the Spark source (rate 0: batch *b* holds messages ``b·B .. (b+1)·B − 1``) and
 fans it out with the app's rule, giving every worker's stored and probe copies per batch; each copy
 costs the injected delay plus the app's own processing.  The engine's cost comes from
-:class:`EngineModel`, a least-squares line in W, S and the batch size fitted on measured no-delay
-runs (study files with ``engine: true``), which also give the app's processing time per copy.
+:class:`EngineModel`, fitted on calibration runs (study files with ``engine: true``): a least-squares
+line in W, S and the batch size on the no-delay runs, the share of it that overlaps the busiest
+worker on the delayed runs, and each app's processing time per copy.
 
-Predicted throughput = the steady batches' messages ÷ Σ (engine cost + busiest worker's work), the
-first (warm-up) batch excluded as in the measurement; under an offered rate, the smaller of that
-and the rate.
+Predicted throughput = the steady batches' messages ÷ Σ their predicted durations, the first
+(warm-up) batch excluded as in the measurement; under an offered rate, the smaller of that and
+the rate.
 """
 
 from __future__ import annotations
@@ -93,32 +94,59 @@ def cached_work(point: Point, folder: Path) -> Work:
 
 @dataclass
 class EngineModel:
-    """Engine cost per batch = ``intercept + Σ coef[t] · t`` over :data:`TERMS`, and each app's
-    processing seconds per message copy, fitted on no-delay runs."""
+    """The engine's cost per batch and how much of it the workers' time hides.
+
+    ``cost(W, S, rows) = intercept + Σ coef[t] · t`` over :data:`TERMS` is a batch's engine cost with no
+    injected delay, fitted by least squares on the no-delay calibration runs.  With a delay part of
+    that cost overlaps the busiest worker (its task sleeps or spins while the engine launches,
+    commits and serves the others on the remaining cores): a batch takes ``serial · cost +
+    max((1 − serial) · cost, busiest)``, ``serial`` fitted on the delayed calibration runs (1 — no
+    overlap — without any).  ``per_copy``: each app's processing seconds per message copy."""
 
     intercept: float
     coef: dict[str, float]
     per_copy: dict[str, float]
     runs: int
+    serial: float = 1.0
 
     @classmethod
     def fit(cls, rows: pd.DataFrame) -> EngineModel | None:
-        """Least squares on ``overhead_median_s`` of no-delay rows (None without any)."""
-        rows = rows[(rows["delay_ms"] == 0) & rows["overhead_median_s"].notna()]
-        if rows.empty:
+        """Fitted on calibration rows (None without a no-delay one)."""
+        rows = rows[rows["overhead_median_s"].notna()]
+        bare = rows[rows["delay_ms"] == 0]
+        if bare.empty:
             return None
-        varied = [t for t in TERMS if rows[t].nunique() > 1]
-        design = np.column_stack([np.ones(len(rows))] + [rows[t].to_numpy(dtype=float) for t in varied])
+        varied = [t for t in TERMS if bare[t].nunique() > 1]
+        design = np.column_stack([np.ones(len(bare))] + [bare[t].to_numpy(dtype=float) for t in varied])
         while np.linalg.matrix_rank(design) < design.shape[1]:  # e.g. batch rows ∝ W: keep the earlier term
             varied, design = varied[:-1], design[:, :-1]
-        solution = np.linalg.lstsq(design, rows["overhead_median_s"].to_numpy(dtype=float), rcond=None)[0]
-        per_copy = rows.groupby("app")["busy_per_copy_s"].median().dropna()
-        return cls(float(solution[0]), {t: float(c) for t, c in zip(varied, solution[1:])},
-                   {app: float(v) for app, v in per_copy.items()}, len(rows))
+        solution = np.linalg.lstsq(design, bare["overhead_median_s"].to_numpy(dtype=float), rcond=None)[0]
+        per_copy = bare.groupby("app")["busy_per_copy_s"].median().dropna()
+        model = cls(float(solution[0]), {t: float(c) for t, c in zip(varied, solution[1:])},
+                    {app: float(v) for app, v in per_copy.items()}, len(rows))
+        delayed = rows[rows["delay_ms"] > 0]
+        if len(delayed):
+            model.serial = model._fit_serial(delayed)
+        return model
 
-    def overhead(self, workers: int, sources: int, batch_rows: int) -> float:
+    def _fit_serial(self, rows: pd.DataFrame) -> float:
+        """The serial share that best predicts the delayed runs' batch times (least squares in log)."""
+        cost = np.array([self.cost(w, s, r) for w, s, r in zip(rows["workers"], rows["sources"], rows["batch_rows"])])
+        busiest = rows["busiest_median_s"].to_numpy(dtype=float)
+        measured = busiest + rows["overhead_median_s"].to_numpy(dtype=float)
+        grid = np.linspace(0, 1, 101)
+        error = [np.sum(np.log(self.batch_seconds(cost, busiest, serial) / measured) ** 2) for serial in grid]
+        return float(grid[int(np.argmin(error))])
+
+    def cost(self, workers: int, sources: int, batch_rows: int) -> float:
+        """The engine's cost of a batch with no injected delay."""
         x = {"workers": workers, "sources": sources, "batch_rows": batch_rows}
         return max(0.0, self.intercept + sum(c * x[t] for t, c in self.coef.items()))
+
+    def batch_seconds(self, cost, busiest, serial: float | None = None):
+        """A batch's duration from its engine cost and busiest worker's work (arrays or numbers)."""
+        serial = self.serial if serial is None else serial
+        return serial * cost + np.maximum((1 - serial) * cost, busiest)
 
     def copy_seconds(self, app: str) -> float:
         """An app's processing time per copy; apps never run without delay take the median of the others."""
@@ -126,25 +154,26 @@ class EngineModel:
 
     def to_json(self) -> dict:
         return {"intercept_s": self.intercept, "coef_s": self.coef, "per_copy_s": self.per_copy, "runs": self.runs,
-                "terms": list(TERMS)}
+                "serial": self.serial, "terms": list(TERMS)}
 
     @classmethod
     def from_json(cls, data: dict) -> EngineModel:
-        return cls(data["intercept_s"], data["coef_s"], data["per_copy_s"], data["runs"])
+        return cls(data["intercept_s"], data["coef_s"], data["per_copy_s"], data["runs"], data["serial"])
 
 
 def predict(point: Point, work: Work, model: EngineModel) -> dict:
     """For ``point``: ``throughput`` (messages/s, see the module docstring), and the median over the
-    steady batches of the engine's cost (``overhead_s``) and of the busiest worker's work (``busiest_s``)."""
+    steady batches of the engine's time beyond the busiest worker (``overhead_s``) and of the busiest
+    worker's work (``busiest_s``)."""
     sizes = np.minimum(point.batch_rows, point.messages - point.batch_rows * np.arange(len(work.store)))
     steady = slice(1, None) if len(sizes) > 1 else slice(None)  # the warm-up batch is not measured
     per_copy = point.delay_ms / 1000 + model.copy_seconds(point.app)
-    overhead = np.array([model.overhead(point.workers, point.sources, int(size)) for size in sizes[steady]])
+    cost = np.array([model.cost(point.workers, point.sources, int(size)) for size in sizes[steady]])
     busiest = work.copies[steady].max(axis=1) * per_copy
-    seconds = (overhead + busiest).sum()
-    capacity = sizes[steady].sum() / seconds if seconds > 0 else float("inf")
+    seconds = model.batch_seconds(cost, busiest)
+    capacity = sizes[steady].sum() / seconds.sum() if seconds.sum() > 0 else float("inf")
     return {"throughput": min(capacity, point.rate) if point.rate > 0 else capacity,
-            "overhead_s": float(np.median(overhead)), "busiest_s": float(np.median(busiest))}
+            "overhead_s": float(np.median(seconds - busiest)), "busiest_s": float(np.median(busiest))}
 
 
 def predict_points(points: list[Point], model: EngineModel, progress=None) -> pd.DataFrame:

@@ -38,20 +38,31 @@ def calibration(intercept=0.5, per_w=0.05, per_s=0.02, per_row=1e-6) -> pd.DataF
              "overhead_median_s": intercept + per_w * w + per_s * s + per_row * b, "busy_per_copy_s": 2e-6}
             for w, s, b in [(10, 1, 20000), (20, 1, 40000), (50, 1, 100000), (10, 5, 20000), (10, 20, 20000),
                             (10, 1, 100000)]]
-    return pd.DataFrame(rows + [{**rows[0], "delay_ms": 1.0, "overhead_median_s": 99.0}])  # a delayed run: ignored
+    return pd.DataFrame(rows)
 
 
 def test_engine_model_recovers_a_known_cost_line():
     model = EngineModel.fit(calibration())
     assert model.runs == 6 and model.intercept == pytest.approx(0.5)
     assert model.coef == pytest.approx({"workers": 0.05, "sources": 0.02, "batch_rows": 1e-6})
-    assert model.overhead(100, 10, 200_000) == pytest.approx(0.5 + 5 + 0.2 + 0.2)
+    assert model.cost(100, 10, 200_000) == pytest.approx(0.5 + 5 + 0.2 + 0.2) and model.serial == 1.0
     assert model.copy_seconds("wordcount") == 2e-6 and model.copy_seconds("selfjoin") == 2e-6
     fixed_s = EngineModel.fit(calibration().query("sources == 1"))
     assert set(fixed_s.coef) == {"workers", "batch_rows"}  # a term the runs do not vary is not fitted
-    assert EngineModel.fit(calibration().iloc[6:]) is None  # no no-delay run
+    assert EngineModel.fit(calibration().assign(delay_ms=1.0, busiest_median_s=1.0)) is None  # no no-delay run
     collinear = EngineModel.fit(calibration().iloc[:3])  # batch rows = 2000 W: W alone explains both
     assert set(collinear.coef) == {"workers"} and collinear.coef["workers"] == pytest.approx(0.05 + 2000e-6)
+
+
+def test_serial_share_is_fitted_on_delayed_runs():
+    rows = calibration()
+    delayed = pd.DataFrame([{**rows.iloc[0], "delay_ms": 0.5, "busiest_median_s": b,
+                             "overhead_median_s": 0.3 * e + max(0.7 * e - b, 0)}
+                            for b, e in [(0.2, 1.04), (0.6, 1.04), (3.0, 1.04)]])  # cost 1.04 s at that point
+    model = EngineModel.fit(pd.concat([rows.iloc[:6], delayed]))
+    assert model.serial == pytest.approx(0.3) and model.runs == 9
+    assert model.batch_seconds(1.5, 0.2) == pytest.approx(1.5) and model.batch_seconds(1.5, 3.0) == pytest.approx(3.45)
+    assert EngineModel.from_json(model.to_json()) == model
 
 
 def test_predicted_throughput_is_messages_over_engine_plus_busiest_worker():
