@@ -251,18 +251,20 @@ def run_row(point: Point, folder: Path) -> dict:
             "engine_share": overhead["median"] / batch if batch else float("nan"),
             "overhead_median_s": overhead["median"],
             **{f"{part}_median_s": overhead[f"{part}_median"] for part in PARTS},
-            "batch_median_s": batch, "busiest_median_s": _busiest(folder),
+            "batch_median_s": batch, "busiest_median_s": _steady_median(folder, "max_worker_busy"),
+            "copies": _steady_median(folder, "copies"),
             "busy_per_copy_s": _busy_per_copy(folder) if point.delay_ms == 0 else np.nan,
             "ideal": ideal, "efficiency": s["throughput_msgs_per_s"] / ideal, "period": point.aggregation_period,
             "delay_mode": s["delay_mode"], "delay_error": s["delay"]["error"],
             "worker_messages": s["worker_messages"], "worker_probes": s["worker_probes"], "run": folder.name}
 
 
-def _busiest(folder: Path) -> float:
-    """The busiest worker's busy seconds per batch, median over the batches after the first."""
+def _steady_median(folder: Path, column: str) -> float:
+    """A column of ``batches.parquet`` (e.g. the busiest worker's busy seconds), median over the batches
+    after the first."""
     batches = pd.read_parquet(folder / "batches.parquet")
     steady = batches[batches["batch"] > batches["batch"].min()]
-    return float((steady if len(steady) else batches)["max_worker_busy"].median())
+    return float((steady if len(steady) else batches)[column].median())
 
 
 def _busy_per_copy(folder: Path) -> float:

@@ -7,7 +7,7 @@ micro-batches as the Spark source (rate 0: batch *b* holds messages ``b·B .. (b
 fans it out with the app's rule, giving every worker's stored and probe copies per batch; each copy
 costs the injected delay plus the app's own processing.  The engine's cost comes from
 :class:`EngineModel`, fitted on calibration runs (study files with ``engine: true``): a least-squares
-line in W, S and the batch size on the no-delay runs, the share of it that overlaps the busiest
+line in W, S and the message copies per batch on the no-delay runs, the share of it that overlaps the busiest
 worker on the delayed runs, and each app's processing time per copy.
 
 Predicted throughput = the steady batches' messages ÷ Σ their predicted durations, the first
@@ -27,7 +27,7 @@ import pandas as pd
 from skewbench.bench.studyfile import Point
 
 #: What the engine model's cost per batch is linear in (a term is fitted only where the runs vary it).
-TERMS = ("workers", "sources", "batch_rows")
+TERMS = ("workers", "sources", "copies")  # copies: message copies in the batch (stores and probes)
 
 
 @dataclass
@@ -96,8 +96,10 @@ def cached_work(point: Point, folder: Path) -> Work:
 class EngineModel:
     """The engine's cost per batch and how much of it the workers' time hides.
 
-    ``cost(W, S, rows) = intercept + Σ coef[t] · t`` over :data:`TERMS` is a batch's engine cost with no
-    injected delay, fitted by least squares on the no-delay calibration runs.  With a delay part of
+    ``cost(W, S, copies) = intercept + Σ coef[t] · t`` over :data:`TERMS` is a batch's engine cost with
+    no injected delay, fitted by least squares on the no-delay calibration runs, with no negative
+    coefficient (a cost does not fall as a batch grows: such a term is dropped and the rest refitted,
+    else huge batches extrapolate to no cost at all).  With a delay part of
     that cost overlaps the busiest worker (its task sleeps or spins while the engine launches,
     commits and serves the others on the remaining cores): a batch takes ``serial · cost +
     max((1 − serial) · cost, busiest)``, ``serial`` fitted on the delayed calibration runs (1 — no
@@ -117,10 +119,16 @@ class EngineModel:
         if bare.empty:
             return None
         varied = [t for t in TERMS if bare[t].nunique() > 1]
-        design = np.column_stack([np.ones(len(bare))] + [bare[t].to_numpy(dtype=float) for t in varied])
-        while np.linalg.matrix_rank(design) < design.shape[1]:  # e.g. batch rows ∝ W: keep the earlier term
-            varied, design = varied[:-1], design[:, :-1]
-        solution = np.linalg.lstsq(design, bare["overhead_median_s"].to_numpy(dtype=float), rcond=None)[0]
+        while True:
+            design = np.column_stack([np.ones(len(bare))] + [bare[t].to_numpy(dtype=float) for t in varied])
+            if np.linalg.matrix_rank(design) < design.shape[1]:  # e.g. copies ∝ W: keep the earlier term
+                varied = varied[:-1]
+                continue
+            solution = np.linalg.lstsq(design, bare["overhead_median_s"].to_numpy(dtype=float), rcond=None)[0]
+            negative = [t for t, c in zip(varied, solution[1:]) if c < 0]
+            if not negative:
+                break
+            varied.remove(negative[0])
         per_copy = bare.groupby("app")["busy_per_copy_s"].median().dropna()
         model = cls(float(solution[0]), {t: float(c) for t, c in zip(varied, solution[1:])},
                     {app: float(v) for app, v in per_copy.items()}, len(rows))
@@ -131,16 +139,16 @@ class EngineModel:
 
     def _fit_serial(self, rows: pd.DataFrame) -> float:
         """The serial share that best predicts the delayed runs' batch times (least squares in log)."""
-        cost = np.array([self.cost(w, s, r) for w, s, r in zip(rows["workers"], rows["sources"], rows["batch_rows"])])
+        cost = np.array([self.cost(w, s, c) for w, s, c in zip(rows["workers"], rows["sources"], rows["copies"])])
         busiest = rows["busiest_median_s"].to_numpy(dtype=float)
         measured = busiest + rows["overhead_median_s"].to_numpy(dtype=float)
         grid = np.linspace(0, 1, 101)
         error = [np.sum(np.log(self.batch_seconds(cost, busiest, serial) / measured) ** 2) for serial in grid]
         return float(grid[int(np.argmin(error))])
 
-    def cost(self, workers: int, sources: int, batch_rows: int) -> float:
+    def cost(self, workers: int, sources: int, copies: int) -> float:
         """The engine's cost of a batch with no injected delay."""
-        x = {"workers": workers, "sources": sources, "batch_rows": batch_rows}
+        x = {"workers": workers, "sources": sources, "copies": copies}
         return max(0.0, self.intercept + sum(c * x[t] for t, c in self.coef.items()))
 
     def batch_seconds(self, cost, busiest, serial: float | None = None):
@@ -168,7 +176,7 @@ def predict(point: Point, work: Work, model: EngineModel) -> dict:
     sizes = np.minimum(point.batch_rows, point.messages - point.batch_rows * np.arange(len(work.store)))
     steady = slice(1, None) if len(sizes) > 1 else slice(None)  # the warm-up batch is not measured
     per_copy = point.delay_ms / 1000 + model.copy_seconds(point.app)
-    cost = np.array([model.cost(point.workers, point.sources, int(size)) for size in sizes[steady]])
+    cost = np.array([model.cost(point.workers, point.sources, int(c.sum())) for c in work.copies[steady]])
     busiest = work.copies[steady].max(axis=1) * per_copy
     seconds = model.batch_seconds(cost, busiest)
     capacity = sizes[steady].sum() / seconds.sum() if seconds.sum() > 0 else float("inf")

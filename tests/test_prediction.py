@@ -34,7 +34,7 @@ def test_simulated_work_equals_the_in_process_pipeline(app, scheme):
 
 
 def calibration(intercept=0.5, per_w=0.05, per_s=0.02, per_row=1e-6) -> pd.DataFrame:
-    rows = [{"app": "wordcount", "delay_ms": 0.0, "workers": w, "sources": s, "batch_rows": b,
+    rows = [{"app": "wordcount", "delay_ms": 0.0, "workers": w, "sources": s, "copies": b,
              "overhead_median_s": intercept + per_w * w + per_s * s + per_row * b, "busy_per_copy_s": 2e-6}
             for w, s, b in [(10, 1, 20000), (20, 1, 40000), (50, 1, 100000), (10, 5, 20000), (10, 20, 20000),
                             (10, 1, 100000)]]
@@ -44,13 +44,15 @@ def calibration(intercept=0.5, per_w=0.05, per_s=0.02, per_row=1e-6) -> pd.DataF
 def test_engine_model_recovers_a_known_cost_line():
     model = EngineModel.fit(calibration())
     assert model.runs == 6 and model.intercept == pytest.approx(0.5)
-    assert model.coef == pytest.approx({"workers": 0.05, "sources": 0.02, "batch_rows": 1e-6})
+    assert model.coef == pytest.approx({"workers": 0.05, "sources": 0.02, "copies": 1e-6})
     assert model.cost(100, 10, 200_000) == pytest.approx(0.5 + 5 + 0.2 + 0.2) and model.serial == 1.0
     assert model.copy_seconds("wordcount") == 2e-6 and model.copy_seconds("selfjoin") == 2e-6
     fixed_s = EngineModel.fit(calibration().query("sources == 1"))
-    assert set(fixed_s.coef) == {"workers", "batch_rows"}  # a term the runs do not vary is not fitted
+    assert set(fixed_s.coef) == {"workers", "copies"}  # a term the runs do not vary is not fitted
     assert EngineModel.fit(calibration().assign(delay_ms=1.0, busiest_median_s=1.0)) is None  # no no-delay run
-    collinear = EngineModel.fit(calibration().iloc[:3])  # batch rows = 2000 W: W alone explains both
+    falling = calibration().assign(overhead_median_s=lambda r: 2.0 + 0.05 * r["workers"] - 1e-5 * r["copies"])
+    assert "copies" not in EngineModel.fit(falling).coef  # a cost falling with the batch is not extrapolated
+    collinear = EngineModel.fit(calibration().iloc[:3])  # copies = 2000 W: W alone explains both
     assert set(collinear.coef) == {"workers"} and collinear.coef["workers"] == pytest.approx(0.05 + 2000e-6)
 
 
