@@ -74,9 +74,10 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
                     progress.step(_label(point))
                     _run(spark, out, point)
                     _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
+            model = _model(out, studies, profile)  # the engine studies ran in the first phase
             for study in (s for s in studies if s.spec.get("sustainable")):
                 for base in study.points(profile):
-                    while (point := _search(out, studies, profile, base)[1]) is not None:
+                    while (point := _search(out, studies, base, model)[1]) is not None:
                         progress.step(_label(point) + f" (sustainable search of {base.name})")
                         _run(spark, out, point)
                         _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
@@ -159,13 +160,13 @@ def _remaining(out: Path, phases: list[list[Study]], profile: str) -> int:
             - sum(_complete(out, p) for phase in phases for p in studies_points_done(phase, out, profile)))
 
 
-def _search(out: Path, studies: list[Study], profile: str, base: Point) -> tuple[list[tuple[Point, bool, float]], Point | None]:
+def _search(out: Path, studies: list[Study], base: Point,
+            model: EngineModel | None) -> tuple[list[tuple[Point, bool, float]], Point | None]:
     """A sustainable-throughput search of ``base`` replayed from the runs done: each run with its verdict
     and backlog slope, and the next run (None when the search is over).  It starts from the simulator's
     predicted capacity (the measured peak where no engine study calibrates the model)."""
     spec = next(s for s in studies if s.name == base.study).spec["sustainable"]
     seconds = spec.get("seconds", sustainable.SECONDS) if isinstance(spec, dict) else sustainable.SECONDS
-    model = _model(out, studies, profile)
     if model is not None:
         start = predict(base, cached_work(base, out / "sim"), model)["throughput"]
     else:
@@ -302,9 +303,10 @@ def _results(out: Path, studies: list[Study], profile: str) -> tuple[pd.DataFram
     engine = {s.name for s in studies if s.spec.get("engine")}
     points = {p.name: p for phase in _phases(studies) for p in studies_points_done(phase, out, profile)}
     rows = [run_row(p, out / "runs" / name) for name, p in points.items() if _complete(out, p)]
+    model = _model(out, studies, profile)
     for study in (s for s in studies if s.spec.get("sustainable")):
         for base in (p for p in study.points(profile) if _complete(out, p)):
-            for point, ok, slope in _search(out, studies, profile, base)[0]:
+            for point, ok, slope in _search(out, studies, base, model)[0]:
                 points[point.name] = point
                 rows.append(run_row(point, out / "runs" / point.name) | {"search_of": base.name, "sustainable": ok,
                                                                           "backlog_slope": slope})
@@ -312,7 +314,7 @@ def _results(out: Path, studies: list[Study], profile: str) -> tuple[pd.DataFram
         return pd.DataFrame(columns=COLUMNS), None
     table = pd.DataFrame(rows)
     table["engine_study"] = table["study"].isin(engine)
-    table, model = _with_predictions(table, points, out / "sim", _model(out, studies, profile))
+    table, model = _with_predictions(table, points, out / "sim", model)
     table = table.drop(columns=["worker_messages", "worker_probes"])
     return table[COLUMNS + [c for c in table.columns if c not in COLUMNS]], model
 
