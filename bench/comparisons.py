@@ -105,6 +105,7 @@ def compare_dkg(table: pd.DataFrame) -> dict:
         "high_skew": {"min_dkg_over_pkg": float(high.min()) if len(high) else None, "paper_max": 1.93,
                       "target": 1.9},
         "low_skew": {"max_abs_dkg_over_pkg_minus_1": float((low - 1).abs().max()) if len(low) else None,
+                     "dkg_over_pkg_at_30pct": float(dkg_over_pkg[0.3]) if 0.3 in dkg_over_pkg.index else None,
                      "paper": "DKG +8 % at 30 %", "target": 0.10},
         "all_correct": bool(table["correct"].all()),
     }

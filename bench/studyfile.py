@@ -21,8 +21,9 @@ Factors (a scalar means a one-element list): ``apps``, ``schemes``, ``workers``,
 *centre* (the first value of every factor) and, for each factor, its other values with every other
 factor at the centre (Montgomery's one-factor-at-a-time).  ``cross_with: [schemes]`` crosses the named
 factors with the design of the others (every scheme at every point of an ``around`` sweep).
-``include`` adds points: each entry sets some factors, the rest take the centre's values (and the
-``cross_with`` factors all of theirs).  Every point runs with seeds ``0 .. repeats-1``.
+``include`` adds points: each entry sets some factors (a list crosses its values with the entry's
+other lists), the rest take the centre's values (and the ``cross_with`` factors all of theirs).  Every
+point runs with seeds ``0 .. repeats-1``.
 
 Other keys: ``description``; ``offered_rate: {study: storm, scheme: kg, delay_ms: 0.4}`` — the rate is
 that study's median measured throughput at that point, in the same bench folder (the study must run
@@ -82,7 +83,7 @@ _FACTOR_ITEMS = {
 }
 _SIZES = {"messages": _COUNT, "batches": {"type": "integer", "minimum": 2}, "repeats": _COUNT}
 _POINT = {"type": "object", "additionalProperties": False,
-          "properties": {k: _FACTOR_ITEMS[k] for k in FACTORS}}
+          "properties": {k: _list_of(_FACTOR_ITEMS[k]) for k in FACTORS}}
 #: The study file's JSON Schema (shapes and ranges; names are checked against the registries after it).
 SCHEMA = {
     "type": "object",
@@ -189,8 +190,8 @@ def _as_list(value) -> list:
 
 
 def _size_named(point: dict, sized: str) -> dict:
-    """An ``include`` entry's batch size under the factor name ``size``."""
-    point = dict(point)
+    """An ``include`` entry's factors as lists, its batch size under the factor name ``size``."""
+    point = {k: _as_list(v) for k, v in point.items()}
     if sized in point:
         point["size"] = point.pop(sized)
     return point
@@ -207,10 +208,9 @@ def _design(factors: dict[str, list], design: str, include: list[dict], crossed:
         sweep = [{}] + [{k: v} for k, values in rest.items() for v in values[1:]]
         combos = [{**centre, **dict(zip(crossed, values)), **change} for change in sweep
                   for values in itertools.product(*(factors[k] for k in crossed))]
-    for extra in include:  # crossed factors the entry leaves open take all their values
-        open_ = [k for k in crossed if k not in extra]
-        combos += [{**centre, **dict(zip(open_, values)), **extra}
-                   for values in itertools.product(*(factors[k] for k in open_))]
+    for entry in include:  # its lists cross; crossed factors the entry leaves open take all their values
+        given = {**{k: factors[k] for k in crossed if k not in entry}, **entry}
+        combos += [{**centre, **dict(zip(given, values))} for values in itertools.product(*given.values())]
     unique = {json.dumps(c, sort_keys=True): c for c in combos}
     return list(unique.values())
 
@@ -238,7 +238,18 @@ def _schema_error(path: Path, error: jsonschema.ValidationError) -> StudyError:
 
 
 def _check_names(path: Path, spec: dict) -> None:
-    """What the schema cannot know: registered apps and schemes, workloads that parse and suit the apps."""
+    """What the schema cannot know: registered apps and schemes, workloads that parse and suit the apps
+    (in the study's own factors, its ``include`` entries and its profiles, each named in the error)."""
+    blocks = {"": {}, **{f"include[{i}].": e for i, e in enumerate(spec.get("include", []))}}
+    for profile in ("quick", "full"):
+        changes = spec.get(profile, {})
+        blocks[f"{profile}."] = {k: v for k, v in changes.items() if k != "include"}
+        blocks.update({f"{profile}.include[{i}].": {**changes, **e} for i, e in enumerate(changes.get("include", []))})
+    for prefix, block in blocks.items():
+        _check_block(path, {**spec, **{k: _as_list(v) for k, v in block.items()}}, prefix)
+
+
+def _check_block(path: Path, spec: dict, prefix: str) -> None:
     import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.bench.apps import APPS, make_app
     from skewbench.bench.spark.routing import check_supported
@@ -247,24 +258,22 @@ def _check_names(path: Path, spec: dict) -> None:
 
     for app in spec["apps"]:
         if app not in APPS:
-            raise _fail(path, "apps", f"unknown app {app!r}; known apps: {', '.join(sorted(APPS))}")
-    for scheme in spec["schemes"] + [p["schemes"] for p in spec.get("include", []) if "schemes" in p]:
+            raise _fail(path, prefix + "apps", f"unknown app {app!r}; known apps: {', '.join(sorted(APPS))}")
+    for scheme in spec["schemes"]:
         if scheme not in REGISTRY:
-            raise _fail(path, "schemes", f"unknown scheme {scheme!r}; see `skewbench schemes`")
+            raise _fail(path, prefix + "schemes", f"unknown scheme {scheme!r}; see `skewbench schemes`")
         try:
             check_supported(make_scheme(scheme, 2))
         except ValueError as exc:
-            raise _fail(path, "schemes", str(exc)) from None
+            raise _fail(path, prefix + "schemes", str(exc)) from None
     if any(spec["aggregation_period"]) and set(spec["apps"]) != {"wordcount"}:
-        raise _fail(path, "aggregation_period", "applies to wordcount only")
+        raise _fail(path, prefix + "aggregation_period", "applies to wordcount only")
     for spec_text in (w for w in spec["workloads"] if w):
         for app in spec["apps"]:
             try:
                 make_app(app).check(make_app(app).prepare(parse(spec_text, messages=1000, seed=0)))
-            except WorkloadError as exc:
-                raise _fail(path, "workloads", str(exc)) from None
-            except ValueError as exc:
-                raise _fail(path, "workloads", str(exc)) from None
+            except (WorkloadError, ValueError) as exc:
+                raise _fail(path, prefix + "workloads", str(exc)) from None
 
 
 def load(path: str | Path) -> Study:

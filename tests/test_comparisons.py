@@ -147,8 +147,10 @@ def dkg_table() -> pd.DataFrame:
 
 def test_dkg_comparison_reads_table3_and_the_claims():
     c = cb.compare_dkg(dkg_table())
-    assert c["dkg_over_pkg_throughput_by_skew"] == {"0.0": 1.0, "0.2": 1.0, "0.68": 2.0, "0.8": 2.0, "1.0": 2.0}
+    assert c["dkg_over_pkg_throughput_by_skew"] == {"0.0": 1.0, "0.2": 1.0, "0.3": 1.5, "0.68": 2.0, "0.8": 2.0,
+                                                    "1.0": 2.0}
     assert c["high_skew"]["min_dkg_over_pkg"] == 2.0 and c["low_skew"]["max_abs_dkg_over_pkg_minus_1"] == 0.0
+    assert c["low_skew"]["dkg_over_pkg_at_30pct"] == 1.5
     assert c["table3"]["dkg"]["throughput_over_kg"] == 4.0 and c["table3"]["dkg"]["paper_throughput_over_kg"] == 3.37
     assert c["table3"]["sg"]["paper_dist_cost"] == 2.4491
     assert c["workers_throughput_spread_at_68pct"]["kg"] == 0.01  # W = 50 runs 1 % faster

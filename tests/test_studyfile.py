@@ -62,6 +62,15 @@ def test_around_varies_one_factor_at_a_time_and_include_adds_points(tmp_path):
     assert {p.workload for p in study.points()} == {"wp"}  # the app's default
 
 
+def test_an_include_entry_crosses_its_lists(tmp_path):
+    study = load(write(tmp_path, TINY.replace("design: cross", "design: around") + """\
+include: [{apps: [selfjoin, naivebayes], schemes: [kg, sg], workers: [4, 8], delay_ms: 0}]
+"""))
+    extra = {(p.app, p.scheme, p.workers) for p in study.points() if p.delay_ms == 0}
+    assert extra == {(a, s, w) for a in ("selfjoin", "naivebayes") for s in ("kg", "sg") for w in (4, 8)}
+    assert {p.sources for p in study.points() if p.delay_ms == 0} == {1}  # the rest at the centre
+
+
 def test_cross_with_sweeps_every_scheme_around_the_centre(tmp_path):
     study = load(write(tmp_path, """\
         name: sweep
@@ -111,6 +120,8 @@ def test_default_profile_covers_every_app_scheme_w_and_s():
     assert {p.app for p in points} == {"wordcount", "selfjoin", "naivebayes"}
     assert runnable - {"mixed-brute"} <= {p.scheme for p in points}
     assert {10, 20, 50, 100} <= {p.workers for p in points} and {1, 5, 10, 20} <= {p.sources for p in points}
+    every = {(a, s, w) for a in ("selfjoin", "naivebayes") for s in runnable - {"mixed-brute"} for w in (10, 50)}
+    assert every <= {(p.app, p.scheme, p.workers) for p in points}  # the issue's correctness cells
 
 
 BAD = {
@@ -132,6 +143,10 @@ BAD = {
     "both sizes": (TINY + "batches: 3\n", "study.yaml: messages/batches, batch_rows/batch_rows_per_worker: give only"),
     "period": (TINY + "aggregation_period: [2]\n", "study.yaml: aggregation_period: applies to wordcount only"),
     "quick key": (TINY + "quick: {colour: red}\n", "study.yaml: quick.colour: unknown key"),
+    "include scheme": (TINY + "include: [{schemes: [kg, nope]}]\n", "study.yaml: include[0].schemes: unknown scheme 'nope'"),
+    "include app": (TINY + "include: [{apps: sort}]\n", "study.yaml: include[0].apps: unknown app 'sort'"),
+    "quick scheme": (TINY + "quick: {schemes: nope}\n", "study.yaml: quick.schemes: unknown scheme 'nope'"),
+    "full include workload": (TINY + "full: {include: [{workloads: 'zipf:z=x'}]}\n", "study.yaml: full.include[0].workloads:"),
     "not yaml": ("name: [tiny\n", "study.yaml: not valid YAML"),
     "not a mapping": ("- tiny\n", "study.yaml: a study file is a mapping"),
 }
