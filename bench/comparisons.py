@@ -93,7 +93,7 @@ def compare_dkg(table: pd.DataFrame) -> dict:
     paper = published()["dkg"]["table3_twitter_election"]
     data = table.assign(skew=table["workload"].map(_skew))
     at = data.groupby(["skew", "workers", "sources", "scheme"])[
-        ["throughput", "latency_p50", "elapsed_s", "load_stddev_pct", "dist_cost"]].median()
+        ["throughput", "latency_p50", "elapsed_s", "load_stddev_pct", "dist_cost", "max_over_mean"]].median()
     centre = (0.68, 10, 5)
     table3 = at.loc[centre] if centre in at.index.droplevel("scheme") else None
     sweep = at.xs((10, 5), level=("workers", "sources"))["throughput"].unstack("scheme")
@@ -102,6 +102,9 @@ def compare_dkg(table: pd.DataFrame) -> dict:
     result = {
         "runs_per_point": int(data.groupby(["skew", "workers", "sources", "scheme"]).size().min()),
         "dkg_over_pkg_throughput_by_skew": {str(k): v for k, v in dkg_over_pkg.items()},
+        "busiest_over_mean_by_skew": {scheme: {str(k): round(float(v), 3) for k, v in column.items()}
+                                      for scheme, column in at.xs((10, 5), level=("workers", "sources"))
+                                      ["max_over_mean"].unstack("scheme").items()},
         "high_skew": {"min_dkg_over_pkg": float(high.min()) if len(high) else None, "paper_max": 1.93,
                       "target": 1.9},
         "low_skew": {"max_abs_dkg_over_pkg_minus_1": float((low - 1).abs().max()) if len(low) else None,

@@ -15,6 +15,9 @@
    ``<study>.csv`` per study, each with provenance; ``DIR/engine_model.json``; the paper comparisons
    the studies name (``<study>_vs_paper.json``); ``DIR/report.md``.
 
+``skewbench report DIR --rebuild`` (:func:`rebuild`) derives the tables again from the run folders, with
+this version's simulator, engine model and comparisons (e.g. after the model improved).
+
 ``--resume`` continues an interrupted bench (Ctrl-C, a crash, a reboot): the run folders are the
 truth, so a complete run is never run twice and an interrupted one (``.partial``) is run again;
 ``DIR/plan.json`` records the studies and options, and a resume with others is refused.
@@ -27,6 +30,7 @@ import shutil
 import sys
 import tempfile
 from dataclasses import asdict, replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -337,10 +341,12 @@ def finish(out: Path, studies: list[Study], profile: str, context: dict) -> pd.D
     meta = {**context, "format_version": FORMAT_VERSION, "studies": {s.name: s.spec for s in studies}}
     for study in studies:
         part = table[table["study"] == study.name]
+        if part.empty:  # a rebuilt interrupted bench
+            continue
         part.to_csv(out / f"{study.name}.csv", index=False)
         write_metadata(out / f"{study.name}.csv", {**meta, "study": study.name})
         compare = study.spec.get("compare")
-        if compare and len(part):
+        if compare:
             result = comparisons.COMPARISONS[compare](part)
             (out / f"{study.name}_vs_paper.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "engine_model.json").write_text(json.dumps(model, indent=2) + "\n")
@@ -349,3 +355,30 @@ def finish(out: Path, studies: list[Study], profile: str, context: dict) -> pd.D
     (out / "results.csv.partial").unlink(missing_ok=True)
     write_report(out)
     return table
+
+
+def rebuild(out: Path) -> pd.DataFrame:
+    """:func:`finish` again from ``out``'s run folders (see the module docstring); the files it would
+    replace move to ``out/previous-<UTC time>-<random>/`` first, so no result is lost."""
+    plan_path = out / "plan.json"
+    if not plan_path.is_file():
+        raise BenchError(f"{out} holds no bench (no plan.json): --rebuild reads the run folders of a skewbench bench")
+    plan = json.loads(plan_path.read_text())
+    if plan.get("format_version") != FORMAT_VERSION:
+        raise BenchError(f"{plan_path}: format_version {plan.get('format_version')} is not {FORMAT_VERSION}, "
+                         f"the one this version writes: rebuild it with the skewbench that ran it")
+    studies = [Study(plan_path, spec) for spec in plan["studies"].values()]
+    missing = [p.name for s in studies for p in s.points(plan["profile"]) if _complete(out, p)
+               and not (out / "runs" / p.name / "batches.parquet").exists()]
+    if missing:
+        raise BenchError(f"{out}/runs/{missing[0]} has no batches.parquet ({len(missing)} runs alike): a kept "
+                         f"report without its run files cannot be rebuilt")
+    meta = out / "results.csv.meta.json"
+    context = json.loads(meta.read_text())["config"] if meta.exists() else {}
+    context = {k: v for k, v in context.items() if k in ("master", "slots")}
+    derived = [f for f in out.iterdir() if f.is_file() and f.name != "plan.json"]
+    previous = Path(tempfile.mkdtemp(prefix=f"previous-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-", dir=out))
+    for f in derived:
+        f.rename(previous / f.name)
+    return finish(out, studies, plan["profile"],
+                  {**context, "profile": plan["profile"], "order_seed": plan["order_seed"], "rebuilt": True})

@@ -239,7 +239,16 @@ def cmd_report(args) -> int:
 
     if not args.folder.is_dir():
         raise UsageError(f"{args.folder} is not a results folder")
-    print(f"wrote {write_report(args.folder)}")
+    if not args.rebuild:
+        print(f"wrote {write_report(args.folder)}")
+        return 0
+    from skewbench.bench.driver import BenchError, rebuild
+
+    try:
+        table = rebuild(args.folder)  # writes the report too
+    except BenchError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"rebuilt {len(table)} runs; wrote {args.folder / 'results.csv'} and {args.folder / 'report.md'}")
     return 0
 
 
@@ -374,6 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="(re)write DIR/report.md from the result files in DIR")
     report.add_argument("folder", type=Path, metavar="DIR")
+    report.add_argument("--rebuild", action="store_true",
+                        help="a bench folder: derive its tables again from the run folders with this version's "
+                             "simulator, engine model and comparisons (the old ones move to DIR/previous-<time>/)")
     report.set_defaults(func=cmd_report)
 
     sub.add_parser("schemes", help="list the partitioning schemes").set_defaults(func=cmd_schemes)

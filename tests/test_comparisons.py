@@ -141,6 +141,7 @@ def dkg_table() -> pd.DataFrame:
         rows.append({"scheme": p.scheme, "workload": p.workload, "workers": p.workers, "sources": p.sources,
                      "seed": p.seed, "throughput": 1000 / share[p.scheme](r) * (1 + 0.01 * (p.workers == 50)),
                      "latency_p50": 1.0, "elapsed_s": 10.0, "load_stddev_pct": 5.0, "dist_cost": 1.5,
+                     "max_over_mean": 10 * share[p.scheme](r),
                      "correct": True})
     return pd.DataFrame(rows)
 
@@ -151,6 +152,8 @@ def test_dkg_comparison_reads_table3_and_the_claims():
                                                     "1.0": 2.0}
     assert c["high_skew"]["min_dkg_over_pkg"] == 2.0 and c["low_skew"]["max_abs_dkg_over_pkg_minus_1"] == 0.0
     assert c["low_skew"]["dkg_over_pkg_at_30pct"] == 1.5
+    assert c["busiest_over_mean_by_skew"]["pkg"] == {"0.0": 1.0, "0.2": 1.0, "0.3": 1.5, "0.68": 3.4, "0.8": 4.0,
+                                                    "1.0": 5.0}
     assert c["table3"]["dkg"]["throughput_over_kg"] == 4.0 and c["table3"]["dkg"]["paper_throughput_over_kg"] == 3.37
     assert c["table3"]["sg"]["paper_dist_cost"] == 2.4491
     assert c["workers_throughput_spread_at_68pct"]["kg"] == 0.01  # W = 50 runs 1 % faster
@@ -185,8 +188,24 @@ def test_report_draws_the_new_studies(tmp_path):
                  ).to_csv(tmp_path / "fang.csv", index=False)
     report = write_report(tmp_path).read_text()
     assert "## DKG's Storm experiments on Spark" in report and "| dkg | 4 | 3.37 |" in report
-    assert "at most 0.0 (paper: DKG +8 % at 30 %)" in report
+    assert "at most 0.0, at 30 % DKG / PKG is 1.5 (paper: DKG +8 % at 30 %)" in report
+    assert "| 0.3 | 1 | 3 | 1.5 | 1 |" in report  # busiest over mean: dkg kg pkg sg at 30 %
     assert "## Naive Bayes on Spark" in report and "at every point: True." in report
     assert "## Fang et al.'s table schemes on Spark" in report
     for png in ("dkg_skew.png", "naivebayes.png", "fang.png"):
         assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report
+
+
+def test_report_shows_every_scheme_app_and_w_of_the_matrix(tmp_path):
+    from skewbench.analysis.report import write_report
+
+    rows = [{"study": "matrix", "app": a, "scheme": s, "workers": w, "sources": 5, "delay_ms": d,
+             "throughput": 1000.0 * w, "correct": not (s == "kg" and w == 50 and d == 0), "sim_exact": True,
+             "predicted_throughput": 1000.0 * w, "engine_study": False, "prediction_error": 0.01 * w,
+             "overhead_median_s": 1.0, "predicted_overhead_s": 1.0, "busiest_median_s": 1.0, "predicted_busiest_s": 1.0}
+            for a in ("selfjoin", "naivebayes") for s in ("kg", "pkg") for w in (10, 50) for d in (0, 0.4)]
+    pd.DataFrame(rows).to_csv(tmp_path / "results.csv", index=False)
+    report = write_report(tmp_path).read_text()
+    assert "### Every scheme × app × W without delay — 6 of 8 correct" in report
+    assert "| kg | ✓ 10,000/s | ✗ wrong answer 50,000/s | ✓ 10,000/s | ✗ wrong answer 50,000/s |" in report
+    assert "| pkg | 30,000 | 30,000 |" in report  # delayed points: median throughput per scheme and app

@@ -98,6 +98,16 @@ def test_bench_interrupted_and_resumed_gives_every_run_once(spark_cluster, tmp_p
     code, log = finished(bench(*files, "--out", str(out), conf=spark_cluster), timeout=120)
     assert code == 2 and "results are never overwritten" in log
 
+    from skewbench.cli import main
+
+    assert main(["report", str(out), "--rebuild"]) == 0  # the tables again, from the run folders alone
+    rebuilt = pd.read_csv(out / "results.csv")
+    pd.testing.assert_frame_equal(rebuilt, table)
+    previous = next(out.glob("previous-*"))
+    pd.testing.assert_frame_equal(pd.read_csv(previous / "results.csv"), table)  # the old tables kept
+    assert (previous / "report.md").exists() and (out / "report.md").exists()
+    assert main(["report", str(tmp_path), "--rebuild"]) == 2  # not a bench folder
+
 
 @pytest.mark.spark
 def test_sustainable_search_brackets_the_peak(spark_cluster, tmp_path):
