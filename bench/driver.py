@@ -25,6 +25,7 @@ truth, so a complete run is never run twice and an interrupted one (``.partial``
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import sys
@@ -37,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench import sustainable
-from skewbench.bench.prediction import EngineModel, Work, cached_work, predict
+from skewbench.bench.prediction import EngineModel, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.studyfile import Point, Study, load_all
 from skewbench.simulator.metrics import stddev_pct
@@ -243,6 +244,11 @@ def _run(spark, out: Path, point: Point) -> None:
 
 def run_row(point: Point, folder: Path) -> dict:
     """One results row from a complete run folder (``summary.json``, ``metrics/``)."""
+    return dict(_run_row(point, folder))
+
+
+@functools.cache  # a complete run folder never changes, and the table is rebuilt after every run
+def _run_row(point: Point, folder: Path) -> dict:
     s = json.loads((folder / "summary.json").read_text())
     overhead, batch = s["overhead_seconds"], s["batch_seconds_median"]
     ideal = point.workers / (point.delay_ms / 1000) if point.delay_ms > 0 else float("nan")
@@ -287,12 +293,10 @@ def _with_predictions(rows: pd.DataFrame, points: dict[str, Point], sim: Path,
     ``sim_exact``: the simulated stores and probes per worker equal Spark's."""
     predicted, exact, keys = [], [], []
     for name, stored, probed in zip(rows["run"], rows["worker_messages"], rows["worker_probes"]):
-        path = sim / f"{name}.json"
-        work = Work.from_json(json.loads(path.read_text())) if path.exists() else None
-        predicted.append(predict(points[name], work, model) if work and model else {})
-        exact.append(work is not None and work.store.sum(0).tolist() == list(stored)
-                     and work.probe.sum(0).tolist() == list(probed))
-        keys.append(work.keys if work else np.nan)
+        work = cached_work(points[name], sim)
+        predicted.append(predict(points[name], work, model) if model else {})
+        exact.append(work.store.sum(0).tolist() == list(stored) and work.probe.sum(0).tolist() == list(probed))
+        keys.append(work.keys)
     guess = pd.DataFrame(predicted, index=rows.index, columns=["throughput", "overhead_s", "busiest_s"])
     rows = rows.assign(predicted_throughput=guess["throughput"], predicted_overhead_s=guess["overhead_s"],
                        predicted_busiest_s=guess["busiest_s"], sim_exact=exact, keys=keys)

@@ -18,7 +18,7 @@ the rate.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -79,9 +79,15 @@ def simulate_point(point: Point) -> Work:
     return Work(store, probe, stream.distinct_keys)
 
 
+def routed(point: Point) -> Point:
+    """The point with only what decides where messages go: the delay, the offered rate and word count's
+    aggregation period change how long the work takes, not the work."""
+    return replace(point, study="routes", delay_ms=0.0, rate=0.0, aggregation_period=0)
+
+
 def cached_work(point: Point, folder: Path) -> Work:
-    """:func:`simulate_point`, kept in ``folder/<run>.json`` (a bench folder's ``sim/``)."""
-    path = folder / f"{point.name}.json"
+    """:func:`simulate_point`, kept in ``folder/<routed point>.json`` (a bench folder's ``sim/``)."""
+    path = folder / f"{routed(point).name}.json"
     if path.exists():
         return Work.from_json(json.loads(path.read_text()))
     work = simulate_point(point)
@@ -187,12 +193,12 @@ def predict(point: Point, work: Work, model: EngineModel) -> dict:
 def predict_points(points: list[Point], model: EngineModel, progress=None) -> pd.DataFrame:
     """The simulator's prediction of every point, no Spark: one row per point with its work per batch
     (busiest worker's copies, max/mean of the stores) and the predicted throughput."""
-    rows = []
+    rows, works = [], {}
     for point in points:
         if progress is not None:
             progress.step(f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} "
                           f"delay {point.delay_ms} ms {point.workload}")
-        work = simulate_point(point)
+        work = works.get(routed(point)) or works.setdefault(routed(point), simulate_point(point))
         stores = work.store.sum(0)
         rows.append({**asdict(point), **predict(point, work, model), "keys": work.keys,
                      "max_over_mean": float(stores.max() / stores.mean()) if stores.mean() else float("nan"),

@@ -108,6 +108,7 @@ SCHEMA = {
                                    "properties": {"seconds": {"type": "number", "minimum": 2}}}]},
         **{profile: {"type": "object", "additionalProperties": False,
                      "properties": {**{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()}, **_SIZES,
+                                    "design": {"enum": ["cross", "around"]},
                                     "include": {"type": "array", "items": _POINT}}}
            for profile in ("quick", "full")},
     },

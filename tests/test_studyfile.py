@@ -122,6 +122,9 @@ def test_default_profile_covers_every_app_scheme_w_and_s():
     assert {10, 20, 50, 100} <= {p.workers for p in points} and {1, 5, 10, 20} <= {p.sources for p in points}
     every = {(a, s, w) for a in ("selfjoin", "naivebayes") for s in runnable - {"mixed-brute"} for w in (10, 50)}
     assert every <= {(p.app, p.scheme, p.workers) for p in points}  # the correctness cells
+    whole = load(STUDIES / "matrix.yaml").points("full")  # the whole matrix, for the simulator or a big cluster
+    cells = {(p.app, p.scheme, p.workers, p.sources, p.delay_ms, p.workload) for p in whole}
+    assert len(cells) == len(whole) == 3 * len(runnable - {"mixed-brute"}) * 4 * 4 * 3 * 2
 
 
 BAD = {
