@@ -350,7 +350,8 @@ def finish(out: Path, studies: list[Study], profile: str, context: dict) -> pd.D
         part.to_csv(out / f"{study.name}.csv", index=False)
         write_metadata(out / f"{study.name}.csv", {**meta, "study": study.name})
         compare = study.spec.get("compare")
-        if compare:
+        done = all(_complete(out, p) for p in studies_points_done([study], out, profile))
+        if compare and done:  # (an interrupted bench, rebuilt, compares only its finished studies)
             result = comparisons.COMPARISONS[compare](part)
             (out / f"{study.name}_vs_paper.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "engine_model.json").write_text(json.dumps(model, indent=2) + "\n")
