@@ -543,7 +543,11 @@ SECTIONS = (bench_results, table2, fig2, fig3, fig4, newer, dkg, adaptive, scale
 
 
 def write_report(folder: Path) -> Path:
-    """Write ``folder/report.md`` (and its PNG figures) from the result files in ``folder``."""
+    """Write ``folder/report.md`` (and its PNG figures) from the result files in ``folder``
+    (``ValueError`` for result files of a newer format)."""
+    from skewbench.bench.provenance import check_format
+
+    check_format(folder)
     sns.set_theme(style="whitegrid", context="paper")
     lines = [f"# skewbench report — {folder.name}", ""]
     for section in SECTIONS:

@@ -40,10 +40,10 @@ import pandas as pd
 from skewbench.bench import sustainable
 from skewbench.bench.prediction import EngineModel, cached_work, predict
 from skewbench.bench.progress import Progress
+from skewbench.bench.provenance import FORMAT_VERSION
 from skewbench.bench.studyfile import Point, Study, load_all
 from skewbench.simulator.metrics import stddev_pct
 
-FORMAT_VERSION = 1
 #: The columns every results.csv starts with (the issue's minimum); more follow.
 COLUMNS = ["study", "app", "scheme", "workers", "sources", "delay_ms", "workload", "seed", "correct", "throughput",
            "predicted_throughput", "latency_p50", "latency_p99", "max_over_mean", "counters", "engine_share"]
@@ -342,7 +342,7 @@ def finish(out: Path, studies: list[Study], profile: str, context: dict) -> pd.D
     from skewbench.bench.provenance import write_metadata
 
     table, model = _results(out, studies, profile)
-    meta = {**context, "format_version": FORMAT_VERSION, "studies": {s.name: s.spec for s in studies}}
+    meta = {**context, "studies": {s.name: s.spec for s in studies}}
     for study in studies:
         part = table[table["study"] == study.name]
         if part.empty:  # a rebuilt interrupted bench

@@ -12,6 +12,9 @@ from importlib import metadata
 from pathlib import Path
 
 PACKAGES = ("skewbench", "numpy", "numba", "pandas", "mmh3", "wordfreq", "pyspark")
+#: The result files' format (pyperf style): a reader refuses a newer one instead of guessing at columns.
+#: Raise it when a column changes meaning or disappears.
+FORMAT_VERSION = 1
 
 
 def _version(package: str) -> str | None:
@@ -48,5 +51,16 @@ def environment() -> dict:
 def write_metadata(result_path: Path, config: dict) -> Path:
     """Write ``<result>.meta.json`` beside a result file: the environment plus the run's config."""
     meta_path = result_path.with_name(result_path.name + ".meta.json")
-    meta_path.write_text(json.dumps({"environment": environment(), "config": config}, indent=2, default=str) + "\n")
+    meta_path.write_text(json.dumps({"format_version": FORMAT_VERSION, "environment": environment(), "config": config},
+                                    indent=2, default=str) + "\n")
     return meta_path
+
+
+def check_format(folder: Path) -> None:
+    """Refuse a folder holding result files of a newer format than this version reads (``ValueError``,
+    one line); files from before formats were numbered are format 1."""
+    for meta_path in sorted(folder.glob("*.meta.json")):
+        version = json.loads(meta_path.read_text()).get("format_version", 1)
+        if version > FORMAT_VERSION:
+            raise ValueError(f"{meta_path}: result format {version} is newer than this skewbench reads "
+                             f"({FORMAT_VERSION}): update skewbench to report it")

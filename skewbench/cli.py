@@ -240,7 +240,10 @@ def cmd_report(args) -> int:
     if not args.folder.is_dir():
         raise UsageError(f"{args.folder} is not a results folder")
     if not args.rebuild:
-        print(f"wrote {write_report(args.folder)}")
+        try:
+            print(f"wrote {write_report(args.folder)}")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         return 0
     from skewbench.bench.driver import BenchError, rebuild
 

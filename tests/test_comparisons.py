@@ -209,3 +209,19 @@ def test_report_shows_every_scheme_app_and_w_of_the_matrix(tmp_path):
     assert "### Every scheme × app × W without delay — 6 of 8 correct" in report
     assert "| kg | ✓ 10,000/s | ✗ wrong answer 50,000/s | ✓ 10,000/s | ✗ wrong answer 50,000/s |" in report
     assert "| pkg | 30,000 | 30,000 |" in report  # delayed points: median throughput per scheme and app
+
+
+def test_report_refuses_result_files_of_a_newer_format(tmp_path, capsys):
+    import json
+
+    from skewbench.bench.provenance import FORMAT_VERSION, write_metadata
+    from skewbench.cli import main
+
+    pd.DataFrame([{"scheme": "kg", "throughput": 1.0}]).to_csv(tmp_path / "storm.csv", index=False)
+    meta = write_metadata(tmp_path / "storm.csv", {"study": "storm"})
+    assert json.loads(meta.read_text())["format_version"] == FORMAT_VERSION
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "format_version": FORMAT_VERSION + 1}))
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"result format {FORMAT_VERSION + 1} is newer than this skewbench reads" in err and err.count("\n") == 1
+    assert not (tmp_path / "report.md").exists()
