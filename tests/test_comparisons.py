@@ -209,6 +209,8 @@ def test_report_shows_every_scheme_app_and_w_of_the_matrix(tmp_path):
     assert "### Every scheme × app × W without delay — 6 of 8 correct" in report
     assert "| kg | ✓ 10,000/s | ✗ wrong answer 50,000/s | ✓ 10,000/s | ✗ wrong answer 50,000/s |" in report
     assert "| pkg | 30,000 | 30,000 |" in report  # delayed points: median throughput per scheme and app
+    for png in ("prediction.png", "prediction_error.png"):  # measured against predicted, and the errors' ECDF
+        assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report
 
 
 def test_report_refuses_result_files_of_a_newer_format(tmp_path, capsys):
