@@ -198,7 +198,9 @@ def predict_points(points: list[Point], model: EngineModel, progress=None) -> pd
         if progress is not None:
             progress.step(f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} "
                           f"delay {point.delay_ms} ms {point.workload}")
-        work = works.get(routed(point)) or works.setdefault(routed(point), simulate_point(point))
+        if routed(point) not in works:  # a delay sweep routes once
+            works[routed(point)] = simulate_point(point)
+        work = works[routed(point)]
         stores = work.store.sum(0)
         rows.append({**asdict(point), **predict(point, work, model), "keys": work.keys,
                      "max_over_mean": float(stores.max() / stores.mean()) if stores.mean() else float("nan"),
