@@ -18,21 +18,30 @@ def stream():
     return Stream("zipf-test", np.random.default_rng(7).zipf(1.6, 40_000) % 3000)
 
 
-def test_cumulative_loads_and_imbalance_match_brute_force():
+def test_load_series_fed_in_pieces_matches_brute_force():
     rng = np.random.default_rng(0)
     routes = rng.integers(0, 4, 1000)
-    points = np.array([10, 250, 999, 1000])
-    got = metrics.cumulative_loads(routes, points, 4)
+    points = np.array([10, 250, 251, 999, 1000])
+    series = metrics.LoadSeries(points, 4)
+    for lo, hi in [(0, 5), (5, 250), (250, 251), (251, 700), (700, 1000)]:
+        series.add(routes[lo:hi], workers=4)
     want = np.array([np.bincount(routes[:p], minlength=4) for p in points])
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(series.loads, want)
+    np.testing.assert_array_equal(series.totals, np.bincount(routes, minlength=4))
     np.testing.assert_allclose(metrics.imbalance(want, 4), want.max(1) - want.mean(1))
     np.testing.assert_allclose(metrics.imbalance(want, 2), want[:, :2].max(1) - want[:, :2].mean(1))
 
 
-def test_counters_count_distinct_worker_key_pairs():
-    ids = np.array([0, 0, 1, 1, 1, 2])
-    routes = np.array([0, 1, 1, 1, 0, 3])
-    assert metrics.counters(ids, routes, 4) == len({(0, 0), (0, 1), (1, 1), (1, 0), (2, 3)})
+def test_counters_count_distinct_worker_key_pairs_across_pieces_and_a_growing_key_space():
+    rng = np.random.default_rng(1)
+    ids, routes = rng.integers(0, 3000, 20_000), rng.integers(0, 7, 20_000)
+    counters = metrics.Counters(width=7)
+    for lo in range(0, 20_000, 3_000):  # the key space found so far grows piece by piece
+        counters.add(ids[lo:lo + 3_000], routes[lo:lo + 3_000], n_keys=int(ids[:lo + 3_000].max()) + 1)
+    assert counters.count == len(set(zip(ids.tolist(), routes.tolist())))
+    small = metrics.Counters(width=4)
+    small.add(np.array([0, 0, 1, 1, 1, 2]), np.array([0, 1, 1, 1, 0, 3]), n_keys=3)
+    assert small.count == len({(0, 0), (0, 1), (1, 1), (1, 0), (2, 3)})
 
 
 def test_row_has_the_issue_columns_and_consistent_values(stream):

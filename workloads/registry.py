@@ -1,8 +1,11 @@
 """Workload SPECs: ``name`` or ``name:param=value,...`` → a seeded :class:`~skewbench.stream.Stream`.
 
-Every workload is a function ``f(messages, seed, **params) -> Stream`` registered with
-:func:`workload`; its keyword defaults are the parameters a SPEC may set, and their types are the
-types a SPEC value is converted to, so ``zipf:z=banana`` fails before anything runs.
+Every workload is a function ``f(messages, seed, **params)`` registered with :func:`workload`; its
+keyword defaults are the parameters a SPEC may set, and their types are the types a SPEC value is
+converted to, so ``zipf:z=banana`` fails before anything runs.  It returns a
+:class:`~skewbench.stream.Stream`, or — synthetic streams — a
+:class:`~skewbench.workloads.synthetic.Draws` that can also generate itself piece by piece, which
+:func:`parse` does for streams longer than :data:`GENERATE_ABOVE`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,12 @@ import inspect
 from dataclasses import dataclass
 from typing import Callable
 
-from skewbench.stream import Stream
+from skewbench.stream import GeneratedStream, Stream
+
+#: Longer synthetic streams are generated piece by piece each time they are read (the simulator's
+#: memory is then bounded by the key space); shorter ones once, in memory (~50 bytes a message),
+#: since a study simulates one stream many times and generating is slower than routing.
+GENERATE_ABOVE = 25_000_000
 
 
 class WorkloadError(ValueError):
@@ -74,11 +82,18 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), params
 
 
-def parse(spec: str, messages: int | None = None, seed: int = 0) -> Stream:
+def parse(spec: str, messages: int | None = None, seed: int = 0, *,
+          lazy: bool | None = None) -> Stream | GeneratedStream:
     """Generate (or load) the stream a SPEC names; ``messages`` overrides the default length.
+
+    ``lazy``: return a :class:`~skewbench.stream.GeneratedStream` (pieces generated when read) if
+    the workload can draw its keys piece by piece (synthetic ones), or a :class:`Stream` in
+    memory (``False``); ``None`` chooses lazy above :data:`GENERATE_ABOVE` messages.
 
     >>> parse("zipf:z=1.2,keys=50", messages=1000, seed=1).summary()["messages"]
     1000
+    >>> type(parse("zipf:keys=100", messages=10**9)).__name__
+    'GeneratedStream'
     """
     name, raw = split_spec(spec)
     if name not in _WORKLOADS:
@@ -93,9 +108,18 @@ def parse(spec: str, messages: int | None = None, seed: int = 0) -> Stream:
     if length is not None and length < 1:
         raise WorkloadError(f"{name}: messages must be >= 1, got {length}")
     try:
-        stream = chosen.make(messages=length, seed=seed, **params)
+        made = chosen.make(messages=length, seed=seed, **params)
     except WorkloadError:
         raise
     except ValueError as exc:
         raise WorkloadError(f"{name}: {exc}") from None
+    if isinstance(made, Stream):
+        return _named(made, spec)
+    whole = lambda: _named(made.stream(), spec)  # noqa: E731
+    if lazy or (lazy is None and made.messages > GENERATE_ABOVE):
+        return made.generated(spec, whole)
+    return whole()
+
+
+def _named(stream: Stream, spec: str) -> Stream:
     return Stream(spec, stream.ids, stream.labels, stream.times, stream.split_ids, stream.payload, stream.rate)

@@ -11,13 +11,23 @@
 
 Keys are identified by their Zipf rank at the start of the stream (an integer label), so the same
 key hashes the same way in every workload that shares it.
+
+All but ``country`` return :class:`Draws`: the raw keys, drawn piece by piece from the seed, so
+that a stream too long to hold is generated a piece at a time (:meth:`Draws.generated`) and is
+still, message for message, the stream generated at once (:meth:`Draws.stream`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, Iterator
+
 import numpy as np
 
-from skewbench.stream import Stream
+from skewbench.hashing import fingerprints
+from skewbench.stream import GeneratedStream, Stream
+from skewbench.workloads.inverse_cdf import InverseCdf
 from skewbench.workloads.registry import workload
 
 RATE = 100_000.0  # default arrival rate (messages/s) of the simulated clock
@@ -45,15 +55,20 @@ def zipf_exponent_for(p1: float, keys: int) -> float:
     return (lo + hi) / 2
 
 
-def zipf_ranks(messages: int, z: float, keys: int, rng: np.random.Generator) -> np.ndarray:
-    """``messages`` draws of a Zipf rank in ``0 .. keys-1`` (0 is the hottest), by inverse CDF."""
+def zipf_cdf(z: float, keys: int) -> np.ndarray:
+    """Cumulative probability of Zipf ranks ``0 .. keys-1`` (0 is the hottest)."""
     if keys < 1:
         raise ValueError(f"keys must be >= 1, got {keys}")
     if z < 0:
         raise ValueError(f"z must be >= 0, got {z}")
     cdf = np.cumsum(np.arange(1, keys + 1, dtype=np.float64) ** -z)
     cdf /= cdf[-1]
-    return np.minimum(np.searchsorted(cdf, rng.random(messages), side="right"), keys - 1)
+    return cdf
+
+
+def zipf_ranks(messages: int, z: float, keys: int, rng: np.random.Generator) -> np.ndarray:
+    """``messages`` draws of a Zipf rank in ``0 .. keys-1`` (0 is the hottest), by inverse CDF."""
+    return InverseCdf(zipf_cdf(z, keys))(rng.random(messages))
 
 
 def keyed(name: str, keys: np.ndarray, rate: float = RATE, **columns) -> Stream:
@@ -62,21 +77,101 @@ def keyed(name: str, keys: np.ndarray, rate: float = RATE, **columns) -> Stream:
     return Stream(name, ids.astype(np.int64), labels, rate=rate, **columns)
 
 
+def _spans(messages: int, size: int) -> Iterator[tuple[int, int]]:
+    """``(lo, hi)`` of consecutive pieces of at most ``size`` of ``messages`` messages."""
+    for lo in range(0, messages, size):
+        yield lo, min(lo + size, messages)
+
+
+@dataclass(frozen=True, eq=False)
+class Draws:
+    """A synthetic stream as the raw integer key of each message, drawn piece by piece.
+
+    ``draw(size)`` starts from the seed and yields the raw keys of consecutive pieces of at most
+    ``size`` messages.  numpy's generators give the same numbers whether drawn at once or in
+    pieces (one 64-bit output per uniform; the ziggurat keeps no state between calls), so
+    :meth:`stream` (one piece, as skewbench always generated) and :meth:`generated` (pieces on
+    demand) are the same stream.  ``keys``: the raw keys are ``0 .. keys-1`` (Zipf ranks) and
+    serve as key ids; ``None``: any non-negative int64 (log-normal draws), given dense ids in
+    order of first appearance.
+    """
+
+    name: str
+    messages: int
+    draw: Callable[[int], Iterator[np.ndarray]]
+    keys: int | None
+    rate: float = RATE
+
+    def stream(self) -> Stream:
+        """The whole stream in memory: dense ids in label order, the distinct raw keys as labels."""
+        (raw,) = self.draw(self.messages)
+        return keyed(self.name, raw, self.rate)
+
+    def generated(self, name: str, whole: Callable[[], Stream]) -> GeneratedStream:
+        """The stream as pieces generated on demand; ``whole()`` builds it in memory (named)."""
+        return GeneratedStream(name, self.messages, self.pieces, whole)
+
+    @cached_property
+    def _key_space_fps(self) -> np.ndarray:
+        return fingerprints(np.arange(self.keys, dtype=np.int64))
+
+    def pieces(self, size: int) -> Iterator[Stream]:
+        """Consecutive :class:`Stream` pieces sharing one id space (a raw key hashes as its label
+        does in :meth:`stream`)."""
+        index = None if self.keys is not None else _FirstSeen()
+        start = 0
+        for raw in self.draw(size):
+            ids, key_fps = (raw, self._key_space_fps) if index is None else index.add(raw)
+            times = np.arange(start, start + len(raw), dtype=np.float64) / self.rate
+            yield Stream(self.name, ids, times=times, rate=self.rate, key_hashes=key_fps)
+            start += len(raw)
+
+
+class _FirstSeen:
+    """Dense ids for raw int64 keys in order of first appearance, with their fingerprints."""
+
+    def __init__(self):
+        self._sorted = np.empty(0, dtype=np.int64)  # every key seen, sorted
+        self._ids = np.empty(0, dtype=np.int64)  # the id of each, in the same order
+        self.fps = np.empty(0, dtype=np.uint64)  # fingerprint by id
+
+    def add(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of ``raw`` (new keys get the next ids) and the fingerprints of every id so far."""
+        keys, inverse = np.unique(raw, return_inverse=True)
+        at = np.searchsorted(self._sorted, keys)
+        known = at < len(self._sorted)
+        known[known] = self._sorted[at[known]] == keys[known]
+        new = ~known
+        ids = np.empty(len(keys), dtype=np.int64)
+        ids[known] = self._ids[at[known]]
+        ids[new] = len(self.fps) + np.arange(np.count_nonzero(new))
+        self._sorted = np.insert(self._sorted, at[new], keys[new])
+        self._ids = np.insert(self._ids, at[new], ids[new])
+        self.fps = np.concatenate([self.fps, fingerprints(keys[new])])
+        return ids[inverse], self.fps
+
+
 def _exponent(z: float, p1: float, keys: int) -> float:
     return zipf_exponent_for(p1, keys) if p1 > 0 else z
 
 
 @workload("zipf")
 def zipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 100_000, p1: float = 0.0,
-         rate: float = RATE) -> Stream:
+         rate: float = RATE) -> Draws:
     """Zipf over K keys with exponent z (or the z giving the hottest key share p1, if p1 > 0)."""
-    rng = np.random.default_rng(seed)
-    return keyed("zipf", zipf_ranks(messages, _exponent(z, p1, keys), keys, rng), rate)
+    ranks = InverseCdf(zipf_cdf(_exponent(z, p1, keys), keys))
+
+    def draw(size: int) -> Iterator[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        for lo, hi in _spans(messages, size):
+            yield ranks(rng.random(hi - lo))
+
+    return Draws("zipf", messages, draw, keys, rate)
 
 
 @workload("lognormal")
 def lognormal(messages: int = 10_000_000, seed: int = 0, *, preset: str = "LN1", mu: float = 0.0,
-              sigma: float = 0.0, rate: float = RATE) -> Stream:
+              sigma: float = 0.0, rate: float = RATE) -> Draws:
     """PKG's log-normal sets: preset LN1 or LN2, or your own mu and sigma (both > 0 override the preset)."""
     if mu or sigma:
         if sigma <= 0:
@@ -85,8 +180,13 @@ def lognormal(messages: int = 10_000_000, seed: int = 0, *, preset: str = "LN1",
         mu, sigma = LOGNORMAL_PRESETS[preset.upper()]
     else:
         raise ValueError(f"unknown preset {preset!r}; use LN1 or LN2, or set mu and sigma")
-    draws = np.random.default_rng(seed).lognormal(mu, sigma, messages)
-    return keyed("lognormal", np.rint(np.minimum(draws, 2.0**62)).astype(np.int64), rate)
+
+    def draw(size: int) -> Iterator[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        for lo, hi in _spans(messages, size):
+            yield np.rint(np.minimum(rng.lognormal(mu, sigma, hi - lo), 2.0**62)).astype(np.int64)
+
+    return Draws("lognormal", messages, draw, None, rate)
 
 
 @workload("country")
@@ -115,40 +215,56 @@ def _swap_pairs(order: np.ndarray, candidates: np.ndarray, partners: np.ndarray,
     order[a], order[b] = order[b], order[a].copy()
 
 
-def _phased(messages: int, phases: int, z: float, keys: int, rng: np.random.Generator, reshuffle) -> np.ndarray:
-    """Zipf ranks mapped to keys by a rank→key order that ``reshuffle(order)`` changes between phases."""
-    order = np.arange(keys, dtype=np.int64)
-    ranks = zipf_ranks(messages, z, keys, rng)
+def _phased(name: str, messages: int, seed: int, phases: int, z: float, keys: int, rate: float, reshuffle) -> Draws:
+    """Zipf ranks mapped to keys by a rank→key order that ``reshuffle(order, rng)`` changes between phases.
+
+    The ranks take the seed's first ``messages`` uniforms and the reshuffles what follows them, as
+    when the ranks were drawn at once; a second generator advanced past the ranks makes the same
+    reshuffles while the ranks are drawn piece by piece.
+    """
+    rank = InverseCdf(zipf_cdf(z, keys))
     bounds = np.linspace(0, messages, phases + 1).astype(np.int64)
-    out = np.empty(messages, dtype=np.int64)
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        out[lo:hi] = order[ranks[lo:hi]]
-        reshuffle(order)
-    return out
+
+    def draw(size: int) -> Iterator[np.ndarray]:
+        rng, later = np.random.default_rng(seed), np.random.default_rng(seed)
+        later.bit_generator.advance(messages)  # one 64-bit output per uniform rank
+        order, phase = np.arange(keys, dtype=np.int64), 0
+        for lo, hi in _spans(messages, size):
+            ranks, out = rank(rng.random(hi - lo)), np.empty(hi - lo, dtype=np.int64)
+            at = lo
+            while at < hi:
+                while bounds[phase + 1] <= at:  # phases that ended before this message
+                    reshuffle(order, later)
+                    phase += 1
+                end = min(hi, int(bounds[phase + 1]))
+                out[at - lo:end - lo] = order[ranks[at - lo:end - lo]]
+                at = end
+            yield out
+
+    return Draws(name, messages, draw, keys, rate)
 
 
 @workload("fzipf")
 def fzipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 100_000, f: float = 0.1,
-          intervals: int = 100, rate: float = RATE) -> Stream:
+          intervals: int = 100, rate: float = RATE) -> Draws:
     """Fang's fluctuating Zipf: after each of `intervals` intervals a fraction f of the keys swap frequencies."""
     if not 0 <= f <= 1:
         raise ValueError(f"f is a fraction of the keys in [0, 1], got {f}")
     if intervals < 1:
         raise ValueError(f"intervals must be >= 1, got {intervals}")
-    rng = np.random.default_rng(seed)
     pairs = int(round(f * keys / 2))
     everyone = np.arange(keys)
 
-    def swap(order):
+    def swap(order, rng):
         chosen = rng.choice(everyone, 2 * pairs, replace=False)
         order[chosen[:pairs]], order[chosen[pairs:]] = order[chosen[pairs:]], order[chosen[:pairs]].copy()
 
-    return keyed("fzipf", _phased(messages, intervals, z, keys, rng, swap), rate)
+    return _phased("fzipf", messages, seed, intervals, z, keys, rate, swap)
 
 
 @workload("drift")
 def drift(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 10_000, p1: float = 0.0,
-          periods: int = 4, head: int = 50, churn: float = 0.5, rate: float = RATE) -> Stream:
+          periods: int = 4, head: int = 50, churn: float = 0.5, rate: float = RATE) -> Draws:
     """Drifting popularity (cashtag-like): each period a share `churn` of the `head` hottest keys is replaced.
 
     The very hottest key stays put (as $AAPL did in PKG's cashtags), so p1 is that of the Zipf law.
@@ -157,7 +273,6 @@ def drift(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: in
         raise ValueError(f"churn is a share of the head in [0, 1], got {churn}")
     if not 1 < head < keys:
         raise ValueError(f"head must be in (1, keys), got {head}")
-    rng = np.random.default_rng(seed)
     top, tail = np.arange(1, head), np.arange(head, keys)
-    replace = lambda order: _swap_pairs(order, top, tail, int(round(churn * (head - 1))), rng)  # noqa: E731
-    return keyed("drift", _phased(messages, periods, _exponent(z, p1, keys), keys, rng, replace), rate)
+    replace = lambda order, rng: _swap_pairs(order, top, tail, int(round(churn * (head - 1))), rng)  # noqa: E731
+    return _phased("drift", messages, seed, periods, _exponent(z, p1, keys), keys, rate, replace)

@@ -7,33 +7,43 @@ for schemes whose state is per source (``coupling = "local"``): a source's decis
 the messages it has seen.  Between intervals the simulator does what a real deployment's controller
 would do: tell probing sources the true loads, hand adaptive schemes the interval's statistics and
 install their plan, and change the number of workers when the schedule says so.
+
+The stream is read in pieces of at most :data:`PIECE_MESSAGES` messages, cut at the interval
+boundaries, and the metrics accumulate piece by piece (:mod:`skewbench.simulator.metrics`), so a
+:class:`~skewbench.stream.GeneratedStream` of any length is simulated in memory bounded by a
+piece and the key space.  A scheme routes a piece as it would the whole (``route_many`` equals
+the loop), so the pieces change no result.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
 from skewbench.scheme import Plan, Scheme, make_scheme
 from skewbench.simulator import metrics
-from skewbench.sources import (fit_offline, interval_stats, plan_on_prefix, source_of_each_message,
-                               source_routers)
-from skewbench.stream import Stream
+from skewbench.sources import plan_on_prefix, source_of_each_message, source_routers
+from skewbench.stream import GeneratedStream, Stream
 
 #: Messages a throwaway router routes before the timed run (:func:`_warm_up`).
 WARM_UP_MESSAGES = 10_000
+#: Messages routed at a time: ~120 bytes each while a piece is routed and measured.
+PIECE_MESSAGES = 2_000_000
 
 
 @dataclass
 class SimResult:
-    """One simulated run: a summary row and the imbalance time series I(t)."""
+    """One simulated run: a summary row, the imbalance time series I(t) and, for a stream held in
+    memory, every message's worker (``None`` for a :class:`~skewbench.stream.GeneratedStream`,
+    whose routes are never held at once)."""
 
     row: dict
     timeseries: pd.DataFrame
-    routes: np.ndarray = field(repr=False)
+    routes: np.ndarray | None = field(repr=False)
     plans: list[Plan] = field(default_factory=list, repr=False)
 
 
@@ -42,20 +52,65 @@ def _boundaries(n: int, interval: int, schedule: dict[int, int]) -> np.ndarray:
     return np.array(sorted(points), dtype=np.int64)
 
 
-def _warm_up(router: Scheme, stream: Stream) -> None:
+def _pieces(stream: Stream | GeneratedStream, boundaries: np.ndarray) -> Iterator[tuple[int, Stream, bool]]:
+    """``(start, piece, closes)``: the stream's messages from ``start`` on, in pieces of at most
+    :data:`PIECE_MESSAGES` cut at every boundary; ``closes`` says the piece ends an interval."""
+    at, b = 0, 0
+    for chunk in stream.chunks(PIECE_MESSAGES):
+        first, end = at, at + len(chunk)
+        while at < end:
+            hi = min(end, int(boundaries[b]))
+            closes = hi == boundaries[b]
+            yield at, chunk if (at, hi) == (first, end) else chunk.slice(at - first, hi - first), closes
+            b, at = b + closes, hi
+
+
+def _sources(piece: Stream, start: int, sources: int, split: str) -> np.ndarray:
+    """Source of each message of ``piece``, the stream's messages from ``start`` on: a piece is dealt
+    round-robin from its own first message, the stream from ``start`` messages earlier."""
+    local = source_of_each_message(piece, sources, split)
+    return (local + start) % sources if split == "shuffle" else local
+
+
+def _route(routers: list[Scheme], fps: np.ndarray, clock: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """Each source's router routes its own messages of a piece, in order."""
+    if len(routers) == 1:
+        return routers[0].route_many(fps, clock)
+    routes = np.empty(len(fps), dtype=np.int64)
+    for s, router in enumerate(routers):
+        idx = np.flatnonzero(source == s)
+        if len(idx):
+            routes[idx] = router.route_many(fps[idx], clock[idx])
+    return routes
+
+
+def _warm_up(router: Scheme, stream: Stream | GeneratedStream) -> None:
     """Compile the scheme's kernels before routing is timed (numba: about 1 s the first time in a
     process, which would count against the first scheme run).  A spawned twin routes a prefix, so
     ``router`` and the results stay as they were; an adaptive twin first plans on it, since
     planning and routing by a table have kernels of their own."""
     n = min(stream.messages, WARM_UP_MESSAGES)
+    prefix = next(iter(stream.chunks(n)))
     twin = router.spawn()
     if twin.adaptive:
-        plan_on_prefix(twin, stream, n)
-    twin.route_many(stream.fps[:n], stream.clock[:n])
+        plan_on_prefix(twin, prefix, n)
+    twin.route_many(prefix.fps, prefix.clock)
 
 
 def _owners(router: Scheme, key_fps: np.ndarray) -> np.ndarray:
     return router.spawn().route_many(key_fps)
+
+
+class _Interval:
+    """The workers' loads in the current interval and, for an adaptive scheme's controller, its keys."""
+
+    def __init__(self, width: int):
+        self.loads, self.keys = np.zeros(width, dtype=np.int64), metrics.KeyCounts()
+
+    def add(self, piece: Stream, routes: np.ndarray, keys: bool) -> None:
+        self.loads += np.bincount(routes, minlength=len(self.loads))
+        if keys:
+            self.keys.add(piece.ids, piece.n_keys)
 
 
 class Simulation:
@@ -83,49 +138,57 @@ class Simulation:
 
     def run(self) -> SimResult:
         stream, n = self.stream, self.stream.messages
-        source = source_of_each_message(stream, self.sources, self.split)
-        width = max(self.schedule.values())
-        workers = self.schedule[0]
+        width, workers = max(self.schedule.values()), self.schedule[0]
         proto = self._new_router(workers)
-        fit_offline(proto, stream)
+        if proto.offline:
+            proto.fit(self._whole_stream_stats(workers))
         _warm_up(proto, stream)
         routers = source_routers(proto, self.sources)
-        routes = np.empty(n, dtype=np.int64)
-        active = np.empty(n, dtype=np.int64)
-        totals = np.zeros(width, dtype=np.float64)
-        plans, migrated, route_seconds, lo = [], 0, 0.0, 0
-        for hi in _boundaries(n, self.interval, self.schedule):
+        measures = metrics.Measures(np.unique(np.linspace(0, n, self.samples + 1).astype(np.int64)[1:]), width)
+        routes = np.empty(n, dtype=np.int64) if isinstance(stream, Stream) else None
+        interval, plans, migrated, route_seconds = _Interval(width), [], 0, 0.0
+        for start, piece, closes in _pieces(stream, _boundaries(n, self.interval, self.schedule)):
+            source, fps, clock = _sources(piece, start, self.sources, self.split), piece.fps, piece.clock
             began = time.perf_counter()
-            self._route_interval(routers, source, lo, hi, routes)
+            piece_routes = _route(routers, fps, clock, source)
             route_seconds += time.perf_counter() - began
-            active[lo:hi] = workers
-            loads = np.bincount(routes[lo:hi], minlength=width)
-            totals += loads
-            for router in routers:
-                router.sync(totals[:workers])
-            new_workers = self.schedule.get(int(hi), workers)
-            if proto.adaptive:
-                plan = proto.rebalance(interval_stats(stream, lo, hi, loads[:workers]),
-                                       workers=new_workers if new_workers != workers else None)
-                if plan is not None:
-                    proto.apply(plan)
-                    plans.append(plan)
-                    migrated += len(plan.moves)
-            elif new_workers != workers:
-                migrated += self._rescale(routers, new_workers, stream.key_fps[np.unique(stream.ids[:hi])])
-                proto = routers[0]
-            workers, lo = new_workers, hi
-        return self._result(routes, active, width, routers, plans, migrated, route_seconds)
+            if routes is not None:
+                routes[start:start + len(piece)] = piece_routes
+            measures.add(piece.ids, piece_routes, piece.n_keys, workers)
+            interval.add(piece, piece_routes, keys=proto.adaptive)
+            if closes:
+                for router in routers:
+                    router.sync(measures.series.totals[:workers].astype(np.float64))
+                proto, new_workers, moved = self._control(proto, routers, workers, start + len(piece), interval,
+                                                          piece, measures.keys, plans)
+                workers, interval, migrated = new_workers, _Interval(width), migrated + moved
+        return self._result(measures, routes, routers, plans, migrated, route_seconds)
 
-    def _route_interval(self, routers, source, lo, hi, routes):
-        fps, clock = self.stream.fps, self.stream.clock
-        if len(routers) == 1:
-            routes[lo:hi] = routers[0].route_many(fps[lo:hi], clock[lo:hi])
-            return
-        for s, router in enumerate(routers):
-            idx = lo + np.flatnonzero(source[lo:hi] == s)
-            if len(idx):
-                routes[idx] = router.route_many(fps[idx], clock[idx])
+    def _control(self, proto, routers, workers, end, interval, piece, keys, plans) -> tuple[Scheme, int, int]:
+        """At the end of an interval (message ``end``, the last of ``piece``): an adaptive scheme
+        installs the plan it makes of the interval, for the schedule's next W; another restarts
+        when W changes.  Returns the prototype router, the new W and how many keys moved."""
+        new_workers = self.schedule.get(end, workers)
+        if proto.adaptive:
+            stats = interval.keys.stats(piece.key_fps, interval.loads[:workers], float(piece.clock[-1]))
+            plan = proto.rebalance(stats, workers=new_workers if new_workers != workers else None)
+            if plan is None:
+                return proto, new_workers, 0
+            proto.apply(plan)
+            plans.append(plan)
+            return proto, new_workers, len(plan.moves)
+        if new_workers == workers:
+            return proto, workers, 0
+        moved = self._rescale(routers, new_workers, piece.key_fps[keys.seen()])
+        return routers[0], new_workers, moved
+
+    def _whole_stream_stats(self, workers: int):
+        """What an offline scheme is fitted on (:func:`~skewbench.sources.fit_offline`): the whole
+        stream's key counts, read piece by piece."""
+        keys = metrics.KeyCounts()
+        for piece in self.stream.chunks(PIECE_MESSAGES):
+            keys.add(piece.ids, piece.n_keys)
+        return keys.stats(piece.key_fps, np.zeros(workers), float(piece.clock[-1]))
 
     def _rescale(self, routers: list[Scheme], workers: int, seen_fps: np.ndarray) -> int:
         """Non-adaptive schemes restart with the new W; returns how many seen keys change owner."""
@@ -135,27 +198,16 @@ class Simulation:
             return 0
         return int(np.count_nonzero(_owners(old, seen_fps) != _owners(fresh, seen_fps)))
 
-    def _result(self, routes, active, width, routers, plans, migrated, route_seconds) -> SimResult:
+    def _result(self, measures, routes, routers, plans, migrated, route_seconds) -> SimResult:
         stream, n = self.stream, self.stream.messages
-        points = np.unique(np.linspace(0, n, self.samples + 1).astype(np.int64)[1:])
-        series_loads = metrics.cumulative_loads(routes, points, width)
-        series = metrics.imbalance(series_loads, active[points - 1])
-        final = series_loads[-1][: active[-1]]
-        n_counters = metrics.counters(stream.ids, routes, width)
-        avg_imbalance = float(series.mean())
+        measured = measures.row(n)
         row = {
             "workload": stream.name, "scheme": self.scheme,
-            "workers": int(self.schedule[0]), "final_workers": int(active[-1]),
+            "workers": int(self.schedule[0]), "final_workers": measured.pop("final_workers"),
             "sources": self.sources, "split": self.split, "messages": n,
-            "keys": stream.distinct_keys, "p1_pct": 100 * stream.p1, "seed": self.seed,
+            "keys": measured.pop("keys"), "p1_pct": measured.pop("p1_pct"), "seed": self.seed,
             "interval": self.interval,
-            "avg_imbalance": avg_imbalance,
-            "imbalance_fraction": avg_imbalance / n,
-            "final_imbalance": float(series[-1]),
-            "max_over_mean": float(final.max() / final.mean()),
-            "counters": n_counters,
-            "dist_cost": n_counters / stream.distinct_keys,
-            "load_stddev_pct": metrics.stddev_pct(final),
+            **measured,
             "table_size": int(routers[0].table_size()),
             "plans": len(plans),
             "plan_seconds_mean": float(np.mean([p.build_seconds for p in plans])) if plans else 0.0,
@@ -164,13 +216,17 @@ class Simulation:
             "msgs_per_s": n / route_seconds if route_seconds > 0 else float("inf"),
             "params": ",".join(f"{k}={v}" for k, v in sorted(self.params.items())),
         }
-        timeseries = pd.DataFrame({"messages": points, "workers": active[points - 1], "imbalance": series,
-                                   "imbalance_fraction": series / points})
+        points, imbalance = measures.series.points, measures.imbalance()
+        timeseries = pd.DataFrame({"messages": points, "workers": measures.series.active, "imbalance": imbalance,
+                                   "imbalance_fraction": imbalance / points})
         return SimResult(row=row, timeseries=timeseries, routes=routes, plans=plans)
 
 
-def simulate(stream: Stream, scheme: str, workers: int, sources: int = 1, **options) -> SimResult:
+def simulate(stream: Stream | GeneratedStream, scheme: str, workers: int, sources: int = 1, **options) -> SimResult:
     """Route ``stream`` with ``scheme`` over ``workers`` workers from ``sources`` sources.
+
+    ``stream`` may be a :class:`~skewbench.stream.GeneratedStream` of any length (e.g.
+    ``parse("tw", messages=1_200_000_000)``): it is read piece by piece, never held.
 
     Options: ``split`` (``"shuffle"`` or ``"key"``), ``interval`` (messages between controller
     steps; default n/100), ``schedule`` ({message index: new W}), ``seed``, ``samples`` (points of
