@@ -313,8 +313,14 @@ def _without(vals, at, i, j):
 def _readj(loads_of, weights, beta_s, freqs, old, th, n_ch, m0, mbar, utility, max_moves, assign):
     """Algorithm 4: from the placement in ``assign``, apply the move or swap with the best gain.
 
-    A readjustment must lower ρ (Eq. 19–20) and the utility; the gain is the utility drop per
-    frequency moved.  Each item moves at most ``max_moves`` times (the c of Sec. 4.2.4).
+    Only readjustments that lower ρ (Eq. 19–20) are candidates; among them the one with the best
+    gain, the utility drop per frequency moved, is applied even when the gain is negative
+    (Algorithm 4 starts g at −∞: "it only considers readjustments that reduce the imbalance, and
+    only uses the utility function for picking the best among those", Sec. 4.2.4).  The search
+    ends when no move or swap lowers ρ.  The gain is taken against the current placement's
+    utility ("the utility values from different steps can be compared"), not against the
+    pseudo-code's running ``u`` (set to 0 first and to each better candidate's utility).  Each
+    item moves at most ``max_moves`` times (the c of Sec. 4.2.4).
     """
     n_kinds, n_items = loads_of.shape
     loads, total = np.zeros((n_kinds, n_ch)), np.zeros(n_kinds)
@@ -331,7 +337,7 @@ def _readj(loads_of, weights, beta_s, freqs, old, th, n_ch, m0, mbar, utility, m
     while True:
         for k in range(n_kinds):
             _extremes(loads[k], top_val[k], top_at[k], bot_val[k], bot_at[k])
-        best_g, best_1, best_2, best_j, best_rho, best_u, best_dm = 0.0, -1, -1, -1, 0.0, 0.0, 0.0
+        best_g, best_1, best_2, best_j, best_rho, best_u, best_dm = -np.inf, -1, -1, -1, 0.0, 0.0, 0.0
         for d1 in range(n_items):
             if moved[d1] >= max_moves:
                 continue
@@ -419,7 +425,8 @@ def _greedy_reference(loads_of, weights, beta_s, freqs, old, th, n_ch, m0, mbar,
 
 
 def _readj_reference(loads_of, weights, beta_s, freqs, old, th, n_ch, m0, mbar, utility, max_moves, assign):
-    """Algorithm 4, every candidate's loads recomputed from a copy."""
+    """Algorithm 4, every candidate's loads recomputed from a copy: the best gain among the
+    readjustments that lower ρ, negative gains included."""
     loads, total, m = np.zeros((len(loads_of), n_ch)), np.zeros(len(loads_of)), m0
     for r in range(loads_of.shape[1]):
         loads[:, assign[r]] += loads_of[:, r]
@@ -449,7 +456,7 @@ def _readj_reference(loads_of, weights, beta_s, freqs, old, th, n_ch, m0, mbar, 
                 dm = beta_s[d1] * (old[d1] == i) - beta_s[d1] * (old[d1] == j) + b2 * (o2 == j) - b2 * (o2 == i)
                 u = _utility_reference(utility, rho, (m + dm) / mbar)
                 df = abs(freqs[d1] - (freqs[d2] if d2 >= 0 else 0.0))
-                if df > 0 and (u_now - u) / df > (best[0] if best else 0.0):
+                if df > 0 and (u_now - u) / df > (best[0] if best else -math.inf):
                     best = ((u_now - u) / df, d1, d2, j, trial, rho, u, dm)
         if best is None:
             return

@@ -1,4 +1,3 @@
-import copy
 import math
 import pickle
 
@@ -197,18 +196,78 @@ def test_all_three_keep_a_skewed_zipf_within_alpha_where_consistent_hashing_cann
     assert b_consistent > 1.1
 
 
-def test_readj_migrates_less_than_redist_when_a_channel_is_added(zipf08):
-    keys, freqs, fps = zipf08
-    total = {"readj": 0.0, "redist": 0.0}
-    for n in range(3, 9):
-        base = grown("readj", fps, len(keys), n - 1)
-        before = base.route_many(keys)
-        for algorithm in total:  # the same p_t for both
-            step = copy.deepcopy(base)
-            step.__class__ = type(make_scheme(f"gedik-{algorithm}", 1))
-            step.apply(step.rebalance(None, workers=n))
-            total[algorithm] += g.relative_migration(freqs, before, step.route_many(keys), n)
-    assert total["readj"] < total["redist"]
+def growth(algorithm: str, seed: int, upto: int, resources: str = "LCL", domain: int = 100_000,
+           messages: int = 500_000):
+    """Sec. 5.1's protocol for one run: Zipf z = 1 over ``domain`` keys, N = 1 grown one channel at a
+    time up to ``upto``; the relative migration m (Eq. 12) of each step and the relative imbalance b
+    (Eq. 11) after it, both over the whole domain with its exact frequencies."""
+    keys, freqs, fps = zipf(messages, domain, 1.0, seed)
+    scheme = make_scheme(f"gedik-{algorithm}", 1, seed=seed, resources=resources, domain_size=domain,
+                         window=10**9)
+    scheme.route_many(fps)
+    before, ms, bs = scheme._route(keys), [], []  # _route: looking up the domain must not feed the counter
+    for n in range(2, upto + 1):
+        scheme.apply(scheme.rebalance(None, workers=n))
+        after = scheme._route(keys)
+        ms.append(g.relative_migration(freqs, before, after, n, resources))
+        bs.append(g.relative_imbalance(freqs, after, n, resources))
+        before = after
+    return np.array(ms), np.array(bs)
+
+
+def test_readj_migrates_more_than_redist_and_balances_better_as_channels_are_added():
+    """Sec. 5.3 (Fig. 3, LLL at N = 10): readj reaches "around 1.34 times the ideal [migration] ...
+    compared to 1.23 for redist and scan", with the lowest imbalance (1.2 against 1.32); Fig. 6:
+    redist's migration stays "almost flat ... around 1.15" while readj's grows with N.
+
+    Readj trades migration for balance because Algorithm 4 keeps readjusting while any move or
+    swap lowers ρ and uses the utility only to choose among them (g starts at −∞).  When readj
+    also required a utility drop (the code before issue 14), U^APM = ρ + γ stopped it as soon as
+    the next readjustment's γ cost β_s(f)/m̄ exceeded its ρ gain: at |D| = 10⁶, σ = 0.1, 5 runs,
+    LLL at N = 10 it moved 0.88 of the ideal against redist's 1.25 and balanced worst (b 1.39
+    against 1.29), the reverse of the paper on both counts.  Run as Algorithm 4 says, readj moves
+    1.22 at N = 10, a tie with redist there (per run −0.25 … +0.19), and more as N grows (LCL,
+    3 runs: 1.45 against 1.03 on average over N = 25 … 32), balancing as well or better
+    (N = 10: 1.289 both for LLL, 3.82 against 3.94 for LQL; N = 32 LCL: 1.98 against 2.07).
+
+    Here |D| = 10⁵, 5·10⁵ messages, LCL, N = 2 → 16, runs 0–4: readj's summed migration is 1.11 ×
+    redist's (runs 0–9: 1.07; old code: 0.78) and its summed imbalance 0.996 × (runs 0–9: 0.993;
+    old code: 1.053).
+    """
+    migration, imbalance = {"readj": 0.0, "redist": 0.0}, {"readj": 0.0, "redist": 0.0}
+    for seed in range(5):
+        for algorithm in migration:
+            ms, bs = growth(algorithm, seed, 16)
+            migration[algorithm] += ms.sum()
+            imbalance[algorithm] += bs.sum()
+    assert migration["readj"] > 1.03 * migration["redist"], migration
+    assert imbalance["readj"] < imbalance["redist"], imbalance
+
+
+@pytest.mark.parametrize("resources", ["LCL", "LQL"])
+@pytest.mark.parametrize("utility", range(1, len(g.UTILITIES)))
+def test_readj_stops_only_when_no_move_or_swap_lowers_the_imbalance(resources, utility):
+    """Algorithm 4 ends when no readjustment lowers ρ, whatever it costs in migration: a new,
+    empty channel is filled until no single move or swap improves the balance."""
+    loads_of, weights, beta_s, freqs, _, th, n_ch, m0, mbar = instance(20 + utility, resources)
+    old = np.random.default_rng(utility).integers(0, n_ch - 1, len(freqs))  # the last channel is new
+    assign = old.copy()
+    g._readj(loads_of, weights, beta_s, freqs, old, th, n_ch, m0, mbar, utility, 10**6, assign)
+
+    def rho(a):
+        return g._rho_reference(np.stack([np.bincount(a, w, n_ch) for w in loads_of]), loads_of.sum(1), weights, th)
+
+    final = rho(assign)
+    for d1 in range(len(assign)):
+        for j in range(n_ch):
+            trial = assign.copy()
+            trial[d1] = j
+            assert rho(trial) >= final - 1e-12
+        for d2 in range(d1 + 1, len(assign)):
+            trial = assign.copy()
+            trial[d1], trial[d2] = assign[d2], assign[d1]
+            assert rho(trial) >= final - 1e-12
+    assert g.relative_migration(freqs, old, assign, n_ch) > 0  # it did move items onto the new channel
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
