@@ -405,9 +405,9 @@ def _matrix(matrix: pd.DataFrame) -> list[str]:
     lines = []
     delayed, bare = matrix[matrix["delay_ms"] > 0], matrix[matrix["delay_ms"] == 0]
     if len(delayed):
-        by = delayed.groupby(["scheme", "app"])["throughput"].median().unstack("app")
+        by = delayed.groupby(["scheme", "app"])["throughput"].median().unstack("app").round(0)
         lines += ["### The matrix study — median throughput (messages/s) per scheme and app, delayed points", "",
-                  _markdown(by.reset_index().round(0)), ""]
+                  _markdown(by.astype(object).where(by.notna(), "—").reset_index()), ""]
     if len(bare):
         cell = bare.assign(cell=[f"{'✓' if ok else '✗ wrong answer'} {t:,.0f}/s"
                                  for ok, t in zip(bare["correct"], bare["throughput"])],
