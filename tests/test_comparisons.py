@@ -160,6 +160,15 @@ def test_dkg_comparison_reads_table3_and_the_claims():
     assert c["sources_throughput_spread_at_68pct"]["kg"] == 0.0
 
 
+def test_dkg_comparison_of_a_low_skew_study_without_table3s_point():
+    table = dkg_table()
+    low = table[table["workload"].str.contains(r"skew=0(?:\.[0-3])?,") & (table["workers"] == 10)
+                & (table["sources"] == 5)]
+    c = cb.compare_dkg(low)
+    assert set(c["dkg_over_pkg_throughput_by_skew"]) == {"0.0", "0.2", "0.3"} and "table3" not in c
+    assert "workers_throughput_spread_at_68pct" not in c
+
+
 def test_naivebayes_comparison_counts_probes_per_query_word():
     rows = [{"scheme": s, "workers": w, "messages": 1000, "stored": 900, "probes": 100 * f, "throughput": 5.0,
              "correct": True} for s, f in (("kg", 1), ("pkg", 2), ("sg", 10)) for w in (10,)]
