@@ -385,7 +385,7 @@ def bench_results(folder: Path) -> list[str]:
                   "(the crosses: half of the runs within 10 %, nine in ten within 25 %). The worst five:", "",
                   _markdown(worst[["study", "app", "scheme", "workers", "sources", "delay_ms", "throughput",
                                    "predicted_throughput", "prediction_error", "why"]].round(3)), ""]
-    return lines + _matrix(data[data["study"] == "matrix"])
+    return lines + _matrix(folder, data[data["study"] == "matrix"])
 
 
 def _error_ecdf(folder: Path, judged: pd.DataFrame) -> str:
@@ -397,7 +397,20 @@ def _error_ecdf(folder: Path, judged: pd.DataFrame) -> str:
     return _figure(folder, "prediction_error", grid)
 
 
-def _matrix(matrix: pd.DataFrame) -> list[str]:
+def _matrix_figure(folder: Path, delayed: pd.DataFrame) -> str:
+    """Every scheme at the matrix's centre (its most common W, S and delay), measured and predicted."""
+    factors = ["app", "workers", "sources", "delay_ms"]
+    centre = delayed[factors].value_counts().index[0]
+    at = delayed[(delayed[factors] == pd.Series(centre, index=factors)).all(axis=1)]
+    bars = at.melt(id_vars="scheme", value_vars=["throughput", "predicted_throughput"], var_name="",
+                   value_name="messages/s").replace({"throughput": "measured", "predicted_throughput": "predicted"})
+    grid = sns.catplot(data=bars, x="scheme", y="messages/s", hue="", kind="bar", height=3.2, aspect=2.6)
+    grid.set_xticklabels(rotation=45, ha="right")
+    grid.set(title=f"{centre[0]}, W = {centre[1]}, S = {centre[2]}, {centre[3]} ms per message")
+    return _figure(folder, "matrix", grid)
+
+
+def _matrix(folder: Path, matrix: pd.DataFrame) -> list[str]:
     """The matrix study: throughput per scheme and app with the delay injected, and the answer of every
     scheme × app × W run without delay (✓ = the single-process reference's)."""
     if matrix.empty:
@@ -407,6 +420,7 @@ def _matrix(matrix: pd.DataFrame) -> list[str]:
     if len(delayed):
         by = delayed.groupby(["scheme", "app"])["throughput"].median().unstack("app").round(0)
         lines += ["### The matrix study — median throughput (messages/s) per scheme and app, delayed points", "",
+                  _matrix_figure(folder, delayed), "",
                   _markdown(by.astype(object).where(by.notna(), "—").reset_index()), ""]
     if len(bare):
         cell = bare.assign(cell=[f"{'✓' if ok else '✗ wrong answer'} {t:,.0f}/s"
@@ -515,11 +529,14 @@ def sustainable_spark(folder: Path) -> list[str]:
     table = pd.DataFrame(rows, columns=["study", "app", "scheme", "W", "S", "delay_ms", "peak msgs/s",
                                         "sustainable msgs/s", "runs", "offered (✓ sustainable)"])
     table["sustainable / peak"] = table["sustainable msgs/s"] / table["peak msgs/s"]
+    bars = table.melt(id_vars="scheme", value_vars=["peak msgs/s", "sustainable msgs/s"], var_name="throughput",
+                      value_name="messages/s")
+    grid = sns.catplot(data=bars, x="scheme", y="messages/s", hue="throughput", kind="bar", height=3, aspect=1.5)
     return ["## Sustainable throughput (Karimov et al. 2018) beside the peak", "",
             "Peak: the point run as fast as it goes. Sustainable: the highest offered rate (open loop) whose "
             "backlog grew by less than 1 % of the rate after the warm-up batch, found by a search that starts at "
             "the simulator's predicted capacity, steps by 1.3× until bracketed and bisects to 5 %.", "",
-            _markdown(table.round(3)), ""]
+            _figure(folder, "sustainable", grid), "", _markdown(table.round(3)), ""]
 
 
 def _why(row: pd.Series) -> str:

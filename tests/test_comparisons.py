@@ -218,7 +218,7 @@ def test_report_shows_every_scheme_app_and_w_of_the_matrix(tmp_path):
     assert "### Every scheme × app × W without delay — 6 of 8 correct" in report
     assert "| kg | ✓ 10,000/s | ✗ wrong answer 50,000/s | ✓ 10,000/s | ✗ wrong answer 50,000/s |" in report
     assert "| pkg | 30,000 | 30,000 |" in report  # delayed points: median throughput per scheme and app
-    for png in ("prediction.png", "prediction_error.png"):  # measured against predicted, and the errors' ECDF
+    for png in ("prediction.png", "prediction_error.png", "matrix.png"):  # and the errors' ECDF, the centre
         assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report
 
 
