@@ -20,12 +20,13 @@ SPLITS = ("shuffle", "key")
 
 
 def source_of_each_message(stream: Stream, sources: int, split: str, start: int = 0,
-                           end: int | None = None) -> np.ndarray:
+                           end: int | None = None, *, first: int = 0) -> np.ndarray:
     """Source index per message (of messages ``start .. end - 1``): ``shuffle`` deals round-robin,
-    ``key`` hashes the split key."""
+    ``key`` hashes the split key.  ``first``: where ``stream`` starts in the whole stream (a piece's
+    position), so that a piece is dealt as the whole stream deals it."""
     end = stream.messages if end is None else end
     if split == "shuffle":
-        return np.arange(start, end, dtype=np.int64) % sources
+        return np.arange(first + start, first + end, dtype=np.int64) % sources
     if split == "key":
         fps = stream.fps[start:end] if stream.split_ids is None else fingerprints(stream.split_ids[start:end])
         return (fps % np.uint64(sources)).astype(np.int64)

@@ -11,6 +11,10 @@ STREAM = Stream("zipf", np.random.default_rng(1).zipf(1.4, 5000) % 300, split_id
 
 def test_shuffle_deals_round_robin_and_key_hashes_the_split_key():
     assert source_of_each_message(STREAM, 3, "shuffle", 4, 9).tolist() == [1, 2, 0, 1, 2]
+    piece = STREAM.slice(4, 9)  # a piece is dealt as the whole stream deals it
+    assert source_of_each_message(piece, 3, "shuffle", first=4).tolist() == [1, 2, 0, 1, 2]
+    assert np.array_equal(source_of_each_message(piece, 3, "key", first=4),
+                          source_of_each_message(STREAM, 3, "key", 4, 9))
     by_key = source_of_each_message(STREAM, 3, "key")
     assert by_key.min() >= 0 and by_key.max() < 3
     assert np.array_equal(by_key, by_key[np.arange(5000) % 7])  # one source per split id

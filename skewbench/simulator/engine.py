@@ -65,13 +65,6 @@ def _pieces(stream: Stream | GeneratedStream, boundaries: np.ndarray) -> Iterato
             b, at = b + closes, hi
 
 
-def _sources(piece: Stream, start: int, sources: int, split: str) -> np.ndarray:
-    """Source of each message of ``piece``, the stream's messages from ``start`` on: a piece is dealt
-    round-robin from its own first message, the stream from ``start`` messages earlier."""
-    local = source_of_each_message(piece, sources, split)
-    return (local + start) % sources if split == "shuffle" else local
-
-
 def _route(routers: list[Scheme], fps: np.ndarray, clock: np.ndarray, source: np.ndarray) -> np.ndarray:
     """Each source's router routes its own messages of a piece, in order."""
     if len(routers) == 1:
@@ -148,7 +141,8 @@ class Simulation:
         routes = np.empty(n, dtype=np.int64) if isinstance(stream, Stream) else None
         interval, plans, migrated, route_seconds = _Interval(width), [], 0, 0.0
         for start, piece, closes in _pieces(stream, _boundaries(n, self.interval, self.schedule)):
-            source, fps, clock = _sources(piece, start, self.sources, self.split), piece.fps, piece.clock
+            source = source_of_each_message(piece, self.sources, self.split, first=start)
+            fps, clock = piece.fps, piece.clock
             began = time.perf_counter()
             piece_routes = _route(routers, fps, clock, source)
             route_seconds += time.perf_counter() - began
