@@ -25,7 +25,25 @@ import pytest
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-NET, PREFIX, WORKERS = "10.77.7", "sbt7", 2
+
+
+def free_slot(*octets):
+    """The first subnet 10.77.N / prefix sbtN of these that nobody holds: a killed earlier run leaves its
+    namespaces behind, and a concurrent run owns its own; either would make cluster-up refuse ours."""
+    try:
+        held = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+        held += subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout.split()
+    except FileNotFoundError:  # no iproute2: the loopback fallback, nothing to collide with
+        held = []
+    for n in octets:
+        net, prefix = f"10.77.{n}", f"sbt{n}"
+        if not any(h.startswith((f"{prefix}-", f"{net}.")) for h in held):
+            return net, prefix
+    return f"10.77.{octets[0]}", f"sbt{octets[0]}"  # all taken: cluster-up says which names to remove
+
+
+NET, PREFIX = free_slot(7, 17, 27, 37)
+WORKERS = 2
 ANSIBLE_ENV = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible" / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-NET, PREFIX, WORKERS, CORES = "10.77.8", "sbt8", 2, 2
+WORKERS, CORES = 2, 2
 
 
 def _infra_cluster_tests():
@@ -28,8 +28,9 @@ def spark_cluster(tmp_path_factory):
     if shutil.which("java") is None and os.geteuid() != 0:
         pytest.skip("Java is missing and only root may install it (apt-get install openjdk-17-jre-headless)")
     infra = _infra_cluster_tests()
+    net, prefix = infra.free_slot(8, 18, 28, 38)
     directory = tmp_path_factory.mktemp("spark-cluster")
-    options = {"CLUSTER_NET": NET, "CLUSTER_PREFIX": PREFIX, "WORKERS": WORKERS, "CORES": CORES}
+    options = {"CLUSTER_NET": net, "CLUSTER_PREFIX": prefix, "WORKERS": WORKERS, "CORES": CORES}
     try:  # make takes the last of repeated variables: these override the infra tests' own
         up = infra.make("cluster-up", directory, timeout=1500, **options)
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
