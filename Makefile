@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OUT    ?= results/$(shell date -u +%Y%m%dT%H%M%SZ)
-MESSAGES ?= 2000000
+MESSAGES ?=
 
 BENCH_WORKERS ?= 2
 BENCH_CORES   ?= 50
@@ -28,7 +28,7 @@ test: setup  ## unit + conformance + analytical tests
 	$(PY) -m pytest -q
 
 study: setup  ## the PKG paper's simulations (Table II, Fig. 2) plus every newer scheme, into $(OUT)
-	$(VENV)/bin/skewbench study --out $(OUT) --messages $(MESSAGES)
+	$(VENV)/bin/skewbench study --out $(OUT) $(if $(MESSAGES),--messages $(MESSAGES))
 
 speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5, W=100)
 	$(VENV)/bin/skewbench speed

@@ -230,7 +230,7 @@ def cmd_predict(args) -> int:
 def cmd_study(args) -> int:
     from skewbench.bench.paper_study import main as paper_study
 
-    return paper_study(["--out", str(args.out), "--messages", str(args.messages)]
+    return paper_study(["--out", str(args.out)] + (["--messages", str(args.messages)] if args.messages else [])
                        + (["--only", args.only] if args.only else []))
 
 
@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Every simulation experiment of the papers (skewbench.bench.paper_study) "
                                        "into DIR, then DIR/report.md.")
     study.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder (must not exist)")
-    study.add_argument("--messages", type=int, default=2_000_000, metavar="N", help="messages per stream")
+    study.add_argument("--messages", type=int, metavar="N", help="cap every stream at N (default: the papers' sizes)")
     study.add_argument("--only", metavar="NAMES", help="comma-separated experiment names (default: all)")
     study.set_defaults(func=cmd_study)
 

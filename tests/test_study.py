@@ -5,6 +5,7 @@ import json
 import pandas as pd
 
 from skewbench.bench import paper_study
+from skewbench.bench.papers import experiments
 
 ONLY = "pkg_table2_wp,pkg_fig2_ln2,pkg_fig3,dkg_skew_080,scale_out"
 
@@ -14,7 +15,7 @@ def test_paper_study_writes_results_and_a_report(tmp_path, capsys):
     assert paper_study.main(["--out", str(out), "--messages", "20000", "--only", ONLY]) == 0
     for name in ONLY.split(","):
         table = pd.read_csv(out / f"{name}.csv")
-        assert len(table) == len(paper_study.studies(20_000)[name][0].grid())
+        assert len(table) == len(experiments(20_000)[name][0].grid())
         meta = json.loads((out / f"{name}.csv.meta.json").read_text())
         assert meta["environment"]["git_commit"] and meta["config"]["study"]["messages"] == 20_000
     report = (out / "report.md").read_text()
