@@ -16,6 +16,16 @@ from skewbench.bench.papers import experiments
 from skewbench.bench.study import ResultExists, run_study
 
 
+def run_experiment(experiment, out: Path, name: str) -> None:
+    """A (Study, keep the I(t) series) pair, or a measurement no grid of simulations expresses: a callable
+    that writes ``out/<name>.csv`` itself (with :func:`skewbench.bench.provenance.write_metadata`)."""
+    if callable(experiment):
+        experiment(out / f"{name}.csv")
+        return
+    study, keep_series = experiment
+    run_study(study, out / f"{name}.csv", out / f"{name}.timeseries.csv" if keep_series else None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="results folder (must not exist yet)")
@@ -34,10 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     began = time.monotonic()
     try:
-        for i, (name, (study, keep_series)) in enumerate(chosen.items(), 1):
+        for i, (name, experiment) in enumerate(chosen.items(), 1):
             print(f"== experiment {i}/{len(chosen)}: {name}", file=sys.stderr)
-            series = args.out / f"{name}.timeseries.csv" if keep_series else None
-            run_study(study, args.out / f"{name}.csv", series)
+            run_experiment(experiment, args.out, name)
     except ResultExists as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

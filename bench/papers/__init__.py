@@ -1,6 +1,7 @@
 """The papers' simulation experiments, one module per paper (``make study``).
 
-Each module has ``experiments(messages)`` → {name: (Study, keep the I(t) series)}: ``messages`` caps every
+Each module has ``experiments(messages)`` → {name: (Study, keep the I(t) series) or a callable that writes
+``OUT/<name>.csv`` itself (for a measurement no grid of simulations expresses)}: ``messages`` caps every
 stream (a quick run), ``None`` runs each at the size the paper used.  Names are unique across papers; the
 fidelity table (``analysis/fidelity.py``) reads the tables these write, ``OUT/<name>.csv``.
 """
