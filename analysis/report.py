@@ -564,7 +564,20 @@ def provenance(folder: Path) -> list[str]:
             "Every CSV has a `.meta.json` beside it with the exact configuration.", ""]
 
 
-SECTIONS = (bench_results, table2, fig2, fig3, fig4, newer, dkg, adaptive, scale_out, storm, offered, aggregation,
+def fidelity_section(folder: Path) -> list[str]:
+    """Every published entry beside ours (``fidelity.csv``): the totals here, the rows in the CSV."""
+    from skewbench.analysis.fidelity import summary, totals, write_fidelity
+
+    table = pd.read_csv(write_fidelity(folder))
+    study = " and of the simulations in `study/`" if (folder / "study").is_dir() else ""
+    return ["## Fidelity: the papers' numbers beside ours",
+            f"Every entry of `analysis/published.yaml` measured by its recipe (`analysis/measures/`) against the "
+            f"result files of this folder{study}: {summary(table)}. One row per entry, with the reason for every "
+            "verdict that is not `agrees`, in [fidelity.csv](fidelity.csv).", "",
+            _markdown(totals(table).reset_index()), ""]
+
+
+SECTIONS = (fidelity_section, bench_results, table2, fig2, fig3, fig4, newer, dkg, adaptive, scale_out, storm, offered, aggregation,
             efficiency, dkg_spark, fang_spark, naivebayes_spark, sustainable_spark, provenance)
 
 

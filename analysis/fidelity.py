@@ -1,0 +1,344 @@
+"""The fidelity table: every published entry (``published.yaml``) beside our measurement of it.
+
+``measures/<paper>.yaml`` holds one recipe per entry saying which result table, rows and column measure it
+(the format: ``measures/README.md``); :func:`fidelity` evaluates them against a results folder and gives each
+entry a verdict — ``agrees``, ``direction``, ``differs``, ``not measured`` or ``not measurable`` — with the
+reason for every verdict that is not ``agrees``.  ``python -m skewbench.analysis.fidelity DIR`` writes
+``DIR/fidelity.csv`` and prints the totals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import yaml
+
+from skewbench.analysis.published import _Loader, entries
+
+MEASURES = Path(__file__).with_name("measures")
+COLUMNS = ("paper", "entry", "where", "paper_value", "our_value", "ratio", "verdict", "reason", "result_file")
+VERDICTS = ("agrees", "direction", "differs", "not measured", "not measurable")
+AGGREGATES = ("median", "mean", "min", "max", "sum", "count")
+COMPOSITES = {"ratio": lambda a, b: a / b, "gain_pct": lambda a, b: (a / b - 1) * 100,
+              "drop_pct": lambda a, b: (1 - b / a) * 100, "difference": lambda a, b: a - b}
+WITHIN = 2.0  # a value agrees when ours is within 2x of the paper's (the issue's definition)
+
+
+class RecipeError(ValueError):
+    """A recipe file is malformed or names an entry that does not exist: a developer's error."""
+
+
+class Missing(LookupError):
+    """What a recipe reads is not in this results folder: the entry is not measured here."""
+
+
+# --- recipes ------------------------------------------------------------------------------------------
+
+_MEASURE = {"oneOf": [
+    {"type": "object", "required": ["table", "column"], "additionalProperties": False,
+     "properties": {"table": {"type": "string"}, "column": {"type": "string"}, "rows": {"type": "object"},
+                    "agg": {"enum": list(AGGREGATES)}}},
+    {"type": "object", "required": ["json", "key"], "additionalProperties": False,
+     "properties": {"json": {"type": "string"}, "key": {"type": "string"}}},
+    {"type": "object", "required": ["number"], "additionalProperties": False,
+     "properties": {"number": {"type": "number"}}},
+    *({"type": "object", "required": [name], "additionalProperties": False,
+       "properties": {name: {"type": "array", "minItems": 2, "maxItems": 2, "items": {"$ref": "#/$defs/measure"}}}}
+      for name in COMPOSITES)]}
+_SERIES = {"type": "object", "required": ["table", "column", "over"], "additionalProperties": False,
+           "properties": {"table": {"type": "string"}, "column": {"type": "string"}, "over": {"type": "string"},
+                          "rows": {"type": "object"}, "agg": {"enum": list(AGGREGATES)}}}
+SCHEMA = {
+    "$defs": {"measure": _MEASURE},
+    "type": "object",
+    "additionalProperties": {"oneOf": [
+        {"type": "object", "required": ["not_measured"], "additionalProperties": False,
+         "properties": {"not_measured": {"type": "string", "minLength": 10}}},
+        {"type": "object", "minProperties": 1, "additionalProperties": False,
+         "properties": {"measure": {"$ref": "#/$defs/measure"}, "subject": {"$ref": "#/$defs/measure"},
+                        "than": {"oneOf": [{"$ref": "#/$defs/measure"},
+                                           {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/measure"}}]},
+                        "series": _SERIES, "below": {"type": "number"}, "neutral": {"type": "number"},
+                        "abs_tol": {"type": "number", "minimum": 0}, "tolerance": {"type": "number", "minimum": 0},
+                        "reason": {"type": "string", "minLength": 10}},
+         "oneOf": [{"required": ["measure"]}, {"required": ["subject"]}, {"required": ["series"]}]}]},
+}
+
+
+@cache
+def recipes(directory: Path = MEASURES) -> dict[tuple[str, str], dict]:
+    """(paper, entry id) → recipe, from every ``<paper>.yaml``; refuses unknown ids and bad shapes."""
+    known = {(e["paper"], e["id"]): e for e in entries()}
+    found = {}
+    for path in sorted(Path(directory).glob("*.yaml")):
+        paper = path.stem
+        body = yaml.load(path.read_text(), Loader=_Loader) or {}
+        try:
+            jsonschema.validate(body, SCHEMA)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(map(str, exc.absolute_path))
+            raise RecipeError(f"{path.name}: {where}: {exc.message[:300]}") from None
+        for entry_id, recipe in body.items():
+            if (paper, entry_id) not in known:
+                raise RecipeError(f"{path.name}: {entry_id}: no such entry of {paper} in published.yaml")
+            _check_fits(path.name, entry_id, recipe, known[paper, entry_id])
+            found[paper, entry_id] = recipe
+    return found
+
+
+def _check_fits(file: str, entry_id: str, recipe: dict, entry: dict) -> None:
+    """A value entry takes `measure`; a claim takes what its direction compares."""
+    if "not_measured" in recipe:
+        return
+    direction = entry["direction"]
+    needs = ("measure" if entry["kind"] == "value" else "series" if direction in ("increasing", "decreasing", "flat")
+             else "subject")
+    if needs not in recipe:
+        raise RecipeError(f"{file}: {entry_id}: a {entry['kind']} ({direction or 'value'}) needs `{needs}`")
+    if needs == "subject" and ("below" in recipe) != (direction == "low"):
+        raise RecipeError(f"{file}: {entry_id}: `below` goes with direction low, `than` with the others")
+    if needs == "subject" and direction != "low" and "than" not in recipe:
+        raise RecipeError(f"{file}: {entry_id}: direction {direction} needs `than`")
+
+
+# --- reading results ----------------------------------------------------------------------------------
+
+class Results:
+    """The result tables of one folder (and of a ``make study`` folder kept inside it, ``study/``)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._tables: dict[str, tuple[pd.DataFrame, str]] = {}
+
+    def _find(self, name: str, suffix: str) -> Path:
+        for where in (self.folder, self.folder / "study"):
+            if (where / f"{name}{suffix}").is_file():
+                return where / f"{name}{suffix}"
+        raise Missing(f"{name}{suffix} is not in this folder (nor in study/)")
+
+    def table(self, name: str) -> tuple[pd.DataFrame, str]:
+        if name not in self._tables:
+            path = self._find(name, ".csv")
+            self._tables[name] = pd.read_csv(path, low_memory=False), str(path.relative_to(self.folder))
+        return self._tables[name]
+
+    def rows(self, spec: dict) -> tuple[pd.DataFrame, str]:
+        table, file = self.table(spec["table"])
+        for column, wanted in {**spec.get("rows", {}), "": None}.items():
+            if column and column not in table:
+                raise Missing(f"{file} has no column {column!r}")
+            if column:
+                table = table[table[column].isin(wanted if isinstance(wanted, list) else [wanted])]
+        if spec["column"] not in table:
+            raise Missing(f"{file} has no column {spec['column']!r}")
+        if table.empty:
+            raise Missing(f"no row of {file} has {spec.get('rows', {})}")
+        return table, file
+
+    def measure(self, spec: dict) -> tuple[float, set[str]]:
+        """One number and the files it came from."""
+        if "number" in spec:
+            return float(spec["number"]), set()
+        if "json" in spec:
+            path = self._find(spec["json"], ".json")
+            return _walk(json.loads(path.read_text()), spec["key"], path.name), {str(path.relative_to(self.folder))}
+        for name, combine in COMPOSITES.items():
+            if name in spec:
+                (a, fa), (b, fb) = (self.measure(part) for part in spec[name])
+                return (combine(a, b) if b != 0 else math.nan), fa | fb
+        rows, file = self.rows(spec)
+        return float(rows[spec["column"]].agg(spec.get("agg", "median"))), {file}
+
+    def series(self, spec: dict) -> tuple[pd.Series, set[str]]:
+        rows, file = self.rows(spec)
+        if spec["over"] not in rows:
+            raise Missing(f"{file} has no column {spec['over']!r}")
+        points = rows.groupby(spec["over"])[spec["column"]].agg(spec.get("agg", "median")).sort_index()
+        if len(points) < 2:
+            raise Missing(f"{file} has fewer than two values of {spec['over']} for {spec.get('rows', {})}")
+        return points, {file}
+
+
+def _walk(data, key: str, name: str) -> float:
+    """Follow a dotted key path; a key may itself hold dots (``dkg_over_pkg.0.68``): take the longest match."""
+    parts = key.split(".")
+    while parts:
+        for n in range(len(parts), 0, -1):
+            if isinstance(data, dict) and ".".join(parts[:n]) in data:
+                data, parts = data[".".join(parts[:n])], parts[n:]
+                break
+        else:
+            raise Missing(f"{name} has no {key!r}")
+    if not isinstance(data, (int, float)):
+        raise Missing(f"{name}: {key!r} is not a number")
+    return float(data)
+
+
+# --- verdicts -----------------------------------------------------------------------------------------
+
+def value_verdict(entry: dict, ours: float, recipe: dict) -> str:
+    """agrees within 2x (as the qualifier reads it); else direction when ours is on the paper's side of
+    the recipe's neutral value; else differs."""
+    paper, qualifier = entry["value"], entry["qualifier"]
+    if paper == 0:
+        close = abs(ours) <= recipe.get("abs_tol", 0)
+    elif qualifier == "at_least":
+        close = ours / paper >= 1 / WITHIN
+    elif qualifier == "at_most":
+        close = ours / paper <= WITHIN
+    elif qualifier == "range" and entry["value_max"] is not None:
+        close = paper / WITHIN <= ours <= entry["value_max"] * WITHIN
+    else:
+        close = 1 / WITHIN <= ours / paper <= WITHIN
+    if close:
+        return "agrees"
+    neutral = recipe.get("neutral")
+    same_side = neutral is not None and (ours - neutral) * (paper - neutral) > 0
+    return "direction" if same_side else "differs"
+
+
+def claim_holds(direction: str, subject: float, than, tolerance: float) -> bool:
+    """Whether ``subject`` stands to ``than`` (a number or a list of numbers) as the paper says."""
+    if direction == "less":
+        return subject < than
+    if direction == "more":
+        return subject > than
+    if direction == "not_less":
+        return subject >= than * (1 - tolerance)
+    if direction == "about_equal":
+        return abs(subject / than - 1) <= tolerance
+    if direction == "least":
+        return all(subject < t for t in than)
+    if direction == "most":
+        return all(subject > t for t in than)
+    if direction == "low":
+        return subject <= than
+    raise RecipeError(f"direction {direction!r} is not one a subject can be compared by")
+
+
+def trend_holds(direction: str, points: pd.Series, tolerance: float) -> bool:
+    """increasing / decreasing: no step against the trend beyond ``tolerance`` of the level, and the last
+    point beyond the first; flat: the spread within ``tolerance`` of the median."""
+    values = points.to_numpy(dtype=float)
+    scale = max(abs(float(pd.Series(values).median())), 1e-12)
+    if direction == "flat":
+        return (values.max() - values.min()) / scale <= tolerance
+    sign = 1 if direction == "increasing" else -1
+    steps = sign * (values[1:] - values[:-1])
+    return bool((steps >= -tolerance * abs(values[:-1])).all() and sign * (values[-1] - values[0]) > 0)
+
+
+def evaluate(entry: dict, recipe: dict | None, results: Results) -> dict:
+    """One row of the table."""
+    row = {"paper": entry["paper"], "entry": entry["id"], "where": entry["where"],
+           "paper_value": entry["value"] if entry["value"] is not None else _number(entry["than"]),
+           "our_value": None, "ratio": None, "verdict": "not measured", "reason": "", "result_file": ""}
+    if not entry["measurable"]:
+        return {**row, "verdict": "not measurable", "reason": entry["why"] or "a setup value, not a result"}
+    if recipe is None:
+        return {**row, "reason": f"no recipe in analysis/measures/{entry['paper']}.yaml yet"}
+    if "not_measured" in recipe:
+        return {**row, "reason": recipe["not_measured"]}
+    try:
+        ours, verdict, files = _measured(entry, recipe, results)
+    except Missing as exc:
+        return {**row, "reason": f"not in these results: {exc}"}
+    paper = row["paper_value"]
+    ratio = ours / paper if isinstance(paper, (int, float)) and paper and not math.isnan(ours) else None
+    reason = "" if verdict == "agrees" else recipe.get("reason", f"no reason recorded in "
+                                                               f"analysis/measures/{entry['paper']}.yaml")
+    return {**row, "our_value": ours, "ratio": ratio, "verdict": verdict, "reason": reason,
+            "result_file": ", ".join(sorted(files))}
+
+
+def _measured(entry: dict, recipe: dict, results: Results) -> tuple[float, str, set[str]]:
+    direction, tolerance = entry["direction"], recipe.get("tolerance")
+    if "measure" in recipe:
+        ours, files = results.measure(recipe["measure"])
+        if math.isnan(ours):
+            raise Missing("the measure divides by zero")
+        return ours, value_verdict(entry, ours, recipe), files
+    if "series" in recipe:
+        points, files = results.series(recipe["series"])
+        holds = trend_holds(direction, points, 0.1 if tolerance is None else tolerance)
+        first = float(points.iloc[0])
+        return (float(points.iloc[-1]) / first if first else math.inf), ("agrees" if holds else "differs"), files
+    subject, files = results.measure(recipe["subject"])
+    if direction == "low":
+        than = recipe["below"]
+    elif isinstance(recipe["than"], list):
+        measured = [results.measure(spec) for spec in recipe["than"]]
+        than, files = [v for v, _ in measured], files.union(*(f for _, f in measured))
+    else:
+        than, more = results.measure(recipe["than"])
+        files |= more
+    holds = claim_holds(direction, subject, than, 0.1 if tolerance is None else tolerance)
+    return subject, ("agrees" if holds else "differs"), files
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+# --- the table ----------------------------------------------------------------------------------------
+
+def fidelity(folder: Path, measures: Path = MEASURES) -> pd.DataFrame:
+    """One row per published entry (``COLUMNS``), in published.yaml's order."""
+    results, known = Results(folder), recipes(Path(measures))
+    return pd.DataFrame([evaluate(e, known.get((e["paper"], e["id"])), results) for e in entries()],
+                        columns=list(COLUMNS))
+
+
+def totals(table: pd.DataFrame) -> pd.DataFrame:
+    """Per paper and overall: entries, measurable, measured and each verdict's count."""
+    counts = pd.crosstab(table["paper"], table["verdict"]).reindex(columns=list(VERDICTS), fill_value=0)
+    counts.loc["all"] = counts.sum()
+    counts.insert(0, "entries", counts.sum(axis=1))
+    counts.insert(1, "measurable", counts["entries"] - counts["not measurable"])
+    counts.insert(2, "measured", counts[["agrees", "direction", "differs"]].sum(axis=1))
+    return counts
+
+
+def write_fidelity(folder: Path) -> Path:
+    path = Path(folder) / "fidelity.csv"
+    fidelity(folder).to_csv(path, index=False)
+    return path
+
+
+def summary(table: pd.DataFrame) -> str:
+    """One line: measured share of the measurable, and agreeing share of the measured."""
+    all_ = totals(table).loc["all"]
+    measured, measurable = int(all_["measured"]), int(all_["measurable"])
+    good = int(all_["agrees"] + all_["direction"])
+    return (f"{measured} of {measurable} measurable entries measured ({measured / max(measurable, 1):.0%}); "
+            f"{good} of them agree or agree in direction ({good / max(measured, 1):.0%})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write DIR/fidelity.csv: every published entry beside ours.")
+    parser.add_argument("folder", type=Path, help="a results folder (make bench / make study output)")
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        print(f"error: {args.folder} is not a results folder", file=sys.stderr)
+        return 2
+    try:
+        path = write_fidelity(args.folder)
+    except RecipeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    table = pd.read_csv(path)
+    print(totals(table).to_string())
+    print(summary(table))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The fidelity table: recipes evaluated against a results folder, verdicts by the issue's rules."""
+import json
+import re
+import textwrap
+
+import pandas as pd
+import pytest
+
+from skewbench.analysis import fidelity
+from skewbench.analysis.fidelity import RecipeError, claim_holds, recipes, trend_holds, value_verdict
+from skewbench.analysis.published import entries
+
+ENTRY = {"value": 100.0, "qualifier": "exact", "value_max": None}
+
+
+def recipe_dir(tmp_path, text, paper="pkg"):
+    directory = tmp_path / "measures"
+    directory.mkdir(exist_ok=True)
+    (directory / f"{paper}.yaml").write_text(textwrap.dedent(text))
+    return directory
+
+
+def results(tmp_path):
+    """A folder with one simulation table (in study/, as kept inside a bench report) and one JSON."""
+    folder = tmp_path / "results"
+    (folder / "study").mkdir(parents=True)
+    rows = [{"scheme": s, "workers": w, "seed": seed, "final_imbalance": base * w + seed}
+            for s, base in [("pkg", 10), ("kg", 1000)] for w in (5, 10, 50) for seed in (0, 1, 2)]
+    pd.DataFrame(rows).to_csv(folder / "study" / "pkg_table2_wp.csv", index=False)
+    (folder / "storm_vs_paper.json").write_text(json.dumps({"drop": {"0.4": 55.0}}))
+    return folder
+
+
+def table(tmp_path, text):
+    return fidelity.fidelity(results(tmp_path), recipe_dir(tmp_path, text)).set_index("entry")
+
+
+@pytest.mark.parametrize("ours, qualifier, neutral, verdict", [
+    (150, "exact", None, "agrees"), (50, "exact", None, "agrees"), (49, "exact", None, "differs"),
+    (201, "exact", 0, "direction"), (-5, "exact", 0, "differs"), (1e6, "at_least", None, "agrees"),
+    (40, "at_least", None, "differs"), (1, "at_most", None, "agrees"), (250, "at_most", 0, "direction")])
+def test_a_value_agrees_within_twice_else_direction_by_its_neutral(ours, qualifier, neutral, verdict):
+    recipe = {} if neutral is None else {"neutral": neutral}
+    assert value_verdict({**ENTRY, "qualifier": qualifier}, ours, recipe) == verdict
+
+
+def test_a_range_and_a_zero_are_read_as_printed():
+    assert value_verdict({"value": 30, "value_max": 39, "qualifier": "range"}, 70, {}) == "agrees"
+    assert value_verdict({"value": 30, "value_max": 39, "qualifier": "range"}, 80, {}) == "differs"
+    assert value_verdict({"value": 0, "value_max": None, "qualifier": "exact"}, 0.5, {"abs_tol": 1}) == "agrees"
+    assert value_verdict({"value": 0, "value_max": None, "qualifier": "exact"}, 0.5, {}) == "differs"
+
+
+def test_claims_hold_as_their_direction_says():
+    assert claim_holds("less", 1, 2, 0.1) and not claim_holds("less", 2, 2, 0.1)
+    assert claim_holds("not_less", 0.95, 1, 0.1) and not claim_holds("not_less", 0.8, 1, 0.1)
+    assert claim_holds("about_equal", 1.05, 1, 0.1) and not claim_holds("about_equal", 1.2, 1, 0.1)
+    assert claim_holds("least", 1, [2, 3], 0) and not claim_holds("least", 2.5, [2, 3], 0)
+    assert claim_holds("most", 4, [2, 3], 0) and claim_holds("low", 0.01, 0.05, 0)
+
+
+def test_trends_allow_a_small_step_back_but_need_the_end_beyond_the_start():
+    assert trend_holds("increasing", pd.Series([1.0, 2.0, 1.9, 3.0]), 0.1)
+    assert not trend_holds("increasing", pd.Series([1.0, 2.0, 1.0, 3.0]), 0.1)
+    assert not trend_holds("increasing", pd.Series([1.0, 1.0]), 0.1)
+    assert trend_holds("decreasing", pd.Series([3.0, 2.0, 1.0]), 0)
+    assert trend_holds("flat", pd.Series([1.0, 1.05]), 0.1) and not trend_holds("flat", pd.Series([1.0, 2.0]), 0.1)
+
+
+def test_a_results_folder_is_measured_by_the_recipes(tmp_path):
+    rows = table(tmp_path, """
+        table2_average_imbalance.WP.PKG.W50:
+          measure: {table: pkg_table2_wp, rows: {scheme: pkg, workers: 50}, column: final_imbalance}
+          reason: "our stand-in WP stream has fewer keys than the real one"
+        table2_average_imbalance.WP.PKG.W5:
+          measure: {table: pkg_table2_wp, rows: {scheme: pkg, workers: [5]}, column: final_imbalance, agg: max}
+          reason: "a difference explained in a test"
+        claims.transition:
+          series: {table: pkg_table2_wp, rows: {scheme: pkg}, column: final_imbalance, over: workers}
+        claims.local_vs_global:
+          subject: {ratio: [{table: pkg_table2_wp, rows: {scheme: kg}, column: final_imbalance},
+                            {table: pkg_table2_wp, rows: {scheme: pkg}, column: final_imbalance}]}
+          than: {number: 10}
+          reason: "kg is a hundred times pkg here, by construction of the fixture"
+        hashing_worst:
+          subject: {table: pkg_table2_wp, rows: {scheme: kg, workers: 10}, column: final_imbalance}
+          than: [{table: pkg_table2_wp, rows: {scheme: pkg, workers: 10}, column: final_imbalance}]
+        claims.probing:
+          subject: {json: storm_vs_paper, key: drop.0.4}
+          than: {table: nothing_here, column: x}
+        claims.source_skew:
+          not_measured: "needs the LiveJournal graph, which is not downloadable here"
+        """)
+    w50 = rows.loc["table2_average_imbalance.WP.PKG.W50"]
+    assert (w50.our_value, w50.ratio, w50.verdict) == (501, 501 / 590000, "differs")
+    assert w50.reason.startswith("our stand-in") and w50.result_file == "study/pkg_table2_wp.csv"
+    assert rows.loc["table2_average_imbalance.WP.PKG.W5"].our_value == 52  # max over seeds: 50 + 2
+    assert rows.loc["claims.transition"].verdict == "agrees" and rows.loc["claims.transition"].our_value == 501 / 51
+    assert rows.loc["claims.local_vs_global"].verdict == "differs"
+    assert rows.loc["hashing_worst"].verdict == "agrees" and rows.loc["hashing_worst"].reason == ""
+    probing = rows.loc["claims.probing"]
+    assert probing.verdict == "not measured" and "nothing_here.csv is not in this folder" in probing.reason
+    assert rows.loc["claims.source_skew"].reason == "needs the LiveJournal graph, which is not downloadable here"
+    assert rows.loc["datasets.WP.messages"].verdict == "not measurable"
+    assert rows.loc["claims.jaccard"].reason.startswith("no recipe")
+    assert len(rows) == len(entries())
+
+
+def test_a_verdict_without_its_reason_says_so(tmp_path):
+    rows = table(tmp_path, """
+        table2_average_imbalance.WP.PKG.W50:
+          measure: {table: pkg_table2_wp, rows: {scheme: pkg, workers: 50}, column: final_imbalance}
+        """)
+    assert rows.loc["table2_average_imbalance.WP.PKG.W50"].reason == "no reason recorded in analysis/measures/pkg.yaml"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("nope:\n  not_measured: 'a reason long enough'\n", "nope: no such entry of pkg"),
+    ("claims.transition:\n  measure: {number: 1}\n", "a claim (increasing) needs `series`"),
+    ("claims.bound:\n  subject: {number: 1}\n", "direction less needs `than`"),
+    ("claims.bound:\n  subject: {table: t}\n  than: {number: 1}\n", "claims.bound"),
+    ("claims.bound:\n  not_measured: short\n", "claims.bound"),
+    ("claims.bound:\n  subject: {number: 1}\n  than: {number: 2}\n  because: x\n", "claims.bound"),
+])
+def test_a_bad_recipe_file_is_refused_naming_the_entry(tmp_path, text, message):
+    with pytest.raises(RecipeError, match=re.escape(message)):
+        recipes(recipe_dir(tmp_path, text))
+
+
+def test_the_shipped_recipes_are_well_formed():
+    assert all(key[0] in {"pkg", "pkg_ext", "gedik", "fang", "dkg"} for key in recipes())
+
+
+def test_the_cli_writes_the_table_and_totals(tmp_path, capsys):
+    folder = results(tmp_path)
+    assert fidelity.main([str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "measurable entries measured" in out and (folder / "fidelity.csv").is_file()
+    assert fidelity.main([str(tmp_path / "missing")]) == 2
