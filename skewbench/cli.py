@@ -231,7 +231,7 @@ def cmd_study(args) -> int:
     from skewbench.bench.paper_study import main as paper_study
 
     return paper_study(["--out", str(args.out)] + (["--messages", str(args.messages)] if args.messages else [])
-                       + (["--only", args.only] if args.only else []))
+                       + (["--only", args.only] if args.only else []) + (["--long"] if args.long else []))
 
 
 def cmd_report(args) -> int:
@@ -381,7 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "into DIR, then DIR/report.md.")
     study.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder (must not exist)")
     study.add_argument("--messages", type=int, metavar="N", help="cap every stream at N (default: the papers' sizes)")
-    study.add_argument("--only", metavar="NAMES", help="comma-separated experiment names (default: all)")
+    study.add_argument("--only", metavar="NAMES", help="comma-separated experiment names (default: all but the long)")
+    study.add_argument("--long", action="store_true", help="only the long experiments (TW at 1.2G messages: hours)")
     study.set_defaults(func=cmd_study)
 
     report = sub.add_parser("report", help="(re)write DIR/report.md from the result files in DIR")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from skewbench.bench.papers import dkg, fang, gedik, pkg
 
+LONG = "tw_full_"  # experiments that take hours (TW at its 1.2G messages): `make study-tw`, not `make study`
 PAPERS = {"pkg": pkg, "gedik": gedik, "fang": fang, "dkg": dkg}
 
 
