@@ -244,8 +244,15 @@ def _storm_like(folder: Path, name: str, how: str, note: str) -> list[str]:
                   f"KG drops most: {c['kg_drops_most']}; KG / PKG at {hi} ms: {c['kg_over_pkg_throughput'][hi]} "
                   f"(paper {c['paper_kg_over_pkg_at_largest_delay']}); PKG's counters between KG's and SG's: "
                   f"{c['pkg_counters_between_kg_and_sg']}; every answer equal to the reference: {c['all_correct']}. "
-                  + note, ""]
+                  + _saturation(c) + note, ""]
     return lines
+
+
+def _saturation(c: dict) -> str:
+    if c.get("offered_rate") and "kg_saturation_delay_ms" in c:  # comparisons before 2026-11-25 lack it
+        return (f"KG stops carrying what SG carries (KG / SG < 0.95, interpolated) at "
+                f"{c['kg_saturation_delay_ms']} ms (the paper's KG saturation: {c['paper_kg_saturation_delay_ms']} ms). ")
+    return ""
 
 
 def aggregation(folder: Path) -> list[str]:

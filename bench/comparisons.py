@@ -10,6 +10,22 @@ from __future__ import annotations
 import pandas as pd
 
 STORM_SCHEMES = ["kg", "pkg", "sg"]
+SATURATED = 0.95  # KG carries < 95 % of what SG carries at the same delay: its busiest worker bounds it
+
+
+def kg_saturation_delay(at: pd.DataFrame) -> float | None:
+    """The delay at which KG stops carrying what SG carries — the offered rate, in an open-loop study —
+    where KG / SG first falls below ``SATURATED``, interpolated linearly between the delays measured
+    (the smallest delay when it is already below there; None when it never falls)."""
+    ratio = (at.loc["kg", "throughput"] / at.loc["sg", "throughput"]).dropna().sort_index()
+    below = [i for i, r in enumerate(ratio) if r < SATURATED]
+    if not below:
+        return None
+    i = below[0]
+    if i == 0:
+        return float(ratio.index[0])
+    (d0, d1), (r0, r1) = ratio.index[i - 1:i + 1], ratio.iloc[i - 1:i + 1]
+    return float(d0 + (d1 - d0) * (r0 - SATURATED) / (r0 - r1))
 
 
 def compare_storm(table: pd.DataFrame) -> dict:
@@ -22,17 +38,20 @@ def compare_storm(table: pd.DataFrame) -> dict:
     at = table.groupby(["scheme", "delay_ms"])[["throughput", "counters", "latency_p50"]].median()
     drop = {s: float(1 - at.loc[(s, hi), "throughput"] / at.loc[(s, lo), "throughput"]) for s in STORM_SCHEMES}
     counters = {s: int(at.loc[(s, lo), "counters"]) for s in STORM_SCHEMES}
-    delays = sorted(table["delay_ms"].unique())
+    delays = sorted(set(at.loc["kg"].index) & set(at.loc["pkg"].index))  # the include may add kg and sg only
+    saturation = kg_saturation_delay(at)
     return {
         "delays_ms": [float(lo), float(hi)],
         "runs_per_point": int(table.groupby(["scheme", "delay_ms"]).size().min()),
-        "median_throughput": {s: {str(d): round(float(at.loc[(s, d), "throughput"])) for d in delays}
+        "median_throughput": {s: {str(d): round(float(t)) for d, t in at.loc[s, "throughput"].items()}
                               for s in STORM_SCHEMES},
         "offered_rate": float(table["rate"].max()),
         "kg_over_pkg_throughput": {str(d): round(float(at.loc[("kg", d), "throughput"] /
                                                        at.loc[("pkg", d), "throughput"]), 3) for d in delays},
         "kg_over_pkg_latency_p50": {str(d): round(float(at.loc[("kg", d), "latency_p50"] /
                                                         at.loc[("pkg", d), "latency_p50"]), 3) for d in delays},
+        "kg_saturation_delay_ms": None if saturation is None else round(saturation, 3),
+        "paper_kg_saturation_delay_ms": paper["kg_saturation_delay_ms"],
         "paper_kg_over_pkg_latency_max": 1 + paper["kg_latency_vs_pkg_max_increase_pct"] / 100,
         "paper_pkg_throughput_gain_pct": paper["headline"]["throughput_gain_pct"],
         "paper_kg_over_pkg_at_largest_delay": round(1 / (1 + paper["headline"]["throughput_gain_pct"] / 100), 3),

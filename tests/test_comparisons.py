@@ -236,3 +236,14 @@ def test_report_refuses_result_files_of_a_newer_format(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"result format {FORMAT_VERSION + 1} is newer than this skewbench reads" in err and err.count("\n") == 1
     assert not (tmp_path / "report.md").exists()
+
+
+def test_kgs_saturation_delay_is_where_it_stops_carrying_what_sg_carries():
+    throughput = {("kg", 0.1): 1000, ("kg", 0.4): 900, ("kg", 1.0): 400, ("pkg", 0.1): 1000, ("pkg", 1.0): 600,
+                  ("sg", 0.1): 1000, ("sg", 0.4): 1000, ("sg", 1.0): 600}
+    c = cb.compare_storm(storm_table(throughput, {"kg": 10, "pkg": 12, "sg": 30}, rate=1000))
+    assert c["kg_saturation_delay_ms"] == 0.25  # KG / SG: 1.0 at 0.1 ms, 0.9 at 0.4 ms: 0.95 half-way
+    assert c["paper_kg_saturation_delay_ms"] == 0.4 and c["median_throughput"]["kg"]["0.4"] == 900
+    assert "0.4" not in c["kg_over_pkg_throughput"]  # pkg did not run there
+    never = {**throughput, ("kg", 0.4): 1000, ("kg", 1.0): 600}
+    assert cb.compare_storm(storm_table(never, {"kg": 10, "pkg": 12, "sg": 30}))["kg_saturation_delay_ms"] is None
