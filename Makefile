@@ -14,7 +14,7 @@ BENCH_EXECUTOR_MEMORY ?= 4g
 # The default studies (bench/studies/*.yaml); engine calibrates the predictions of the others.
 STUDIES       ?= engine matrix storm offered aggregation efficiency dkg fang naivebayes sustainable
 
-.PHONY: setup test study speed bench report clean
+.PHONY: setup browser test study speed bench report clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-test: setup  ## unit + conformance + analytical tests
+# The HTML report's browser test renders the page in Debian's Chromium through its chromedriver.
+BROWSER_PKGS := chromium chromium-driver fonts-dejavu-core
+
+browser:  ## Debian's chromium + chromedriver for tests/test_html_report.py (apt-get as root; a no-op when present)
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	    echo "installing $(BROWSER_PKGS) with apt-get (for tests/test_html_report.py)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	        $(BROWSER_PKGS) >/dev/null; \
+	else \
+	    echo "warning: chromium and chromedriver are missing and only root can install them, so the HTML report's" >&2; \
+	    echo "  browser test will be skipped: sudo apt-get install $(BROWSER_PKGS)" >&2; \
+	fi
+
+test: setup browser  ## unit + conformance + analytical tests
 	$(PY) -m pytest -q
 
 study: setup  ## the PKG paper's simulations (Table II, Fig. 2) plus every newer scheme, into $(OUT)
@@ -39,7 +53,7 @@ bench: setup  ## the study files $(STUDIES) on a local Spark cluster into $(OUT)
 	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf $(VENV)/bin/skewbench bench $(STUDIES:%=bench/studies/%.yaml) \
 	    --out $(OUT) $(if $(QUICK),--quick) $(if $(FULL),--full) $(if $(RESUME),--resume)
 
-report: setup  ## rewrite OUT/report.md from the result files in OUT
+report: setup  ## rewrite OUT/index.html, report.md and fidelity.csv from the result files in OUT
 	$(VENV)/bin/skewbench report $(OUT)
 
 clean:

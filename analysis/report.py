@@ -589,8 +589,10 @@ SECTIONS = (fidelity_section, bench_results, table2, fig2, fig3, fig4, newer, dk
 
 
 def write_report(folder: Path) -> Path:
-    """Write ``folder/report.md`` (and its PNG figures) from the result files in ``folder``
-    (``ValueError`` for result files of a newer format)."""
+    """Write ``folder/report.md`` (and its PNG figures, ``fidelity.csv`` and the page built from them,
+    ``index.html``) from the result files in ``folder`` (``ValueError`` for result files of a newer format)."""
+    from skewbench.analysis.html import write_html
+
     from skewbench.bench.provenance import check_format
 
     check_format(folder)
@@ -600,6 +602,7 @@ def write_report(folder: Path) -> Path:
         lines += section(folder)
     path = folder / "report.md"
     path.write_text("\n".join(lines) + "\n")
+    write_html(folder)
     return path
 
 

@@ -241,7 +241,8 @@ def cmd_report(args) -> int:
         raise UsageError(f"{args.folder} is not a results folder")
     if not args.rebuild:
         try:
-            print(f"wrote {write_report(args.folder)}")
+            report = write_report(args.folder)
+            print(f"wrote {report}, {report.with_name('fidelity.csv')} and {report.with_name('index.html')}")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         return 0
