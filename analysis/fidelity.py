@@ -23,7 +23,7 @@ import yaml
 from skewbench.analysis.published import _Loader, entries
 
 MEASURES = Path(__file__).with_name("measures")
-COLUMNS = ("paper", "entry", "where", "paper_value", "our_value", "ratio", "verdict", "reason", "result_file")
+COLUMNS = ("paper", "entry", "where", "paper_value", "our_value", "ratio", "verdict", "reason", "result_file", "text")
 VERDICTS = ("agrees", "direction", "differs", "not measured", "not measurable")
 AGGREGATES = ("median", "mean", "min", "max", "sum", "count")
 COMPOSITES = {"ratio": lambda a, b: a / b, "gain_pct": lambda a, b: (a / b - 1) * 100,
@@ -239,7 +239,8 @@ def evaluate(entry: dict, recipe: dict | None, results: Results) -> dict:
     """One row of the table."""
     row = {"paper": entry["paper"], "entry": entry["id"], "where": entry["where"],
            "paper_value": entry["value"] if entry["value"] is not None else _number(entry["than"]),
-           "our_value": None, "ratio": None, "verdict": "not measured", "reason": "", "result_file": ""}
+           "our_value": None, "ratio": None, "verdict": "not measured", "reason": "", "result_file": "",
+           "text": entry["text"]}
     if not entry["measurable"]:
         return {**row, "verdict": "not measurable", "reason": entry["why"] or "a setup value, not a result"}
     if recipe is None:

@@ -93,7 +93,8 @@ def fidelity(folder: Path) -> dict | None:
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
     rows = [{"paper": r.paper, "entry": r.entry, "where": r.where, "paper_value": fmt(r.paper_value),
              "our_value": fmt(r.our_value), "ratio": fmt(r.ratio), "verdict": r.verdict,
-             "slug": slug(r.verdict), "reason": r.reason, "files": _files(folder, r.result_file)}
+             "slug": slug(r.verdict), "reason": r.reason, "files": _files(folder, r.result_file),
+             "text": getattr(r, "text", "")}
             for r in table.itertuples()]
     counts = totals(table)
     return {"rows": rows, "papers": sorted(table["paper"].unique()), "verdicts": VERDICTS, "within": WITHIN,
