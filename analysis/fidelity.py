@@ -111,17 +111,21 @@ def _check_fits(file: str, entry_id: str, recipe: dict, entry: dict) -> None:
 # --- reading results ----------------------------------------------------------------------------------
 
 class Results:
-    """The result tables of one folder (and of a ``make study`` folder kept inside it, ``study/``)."""
+    """The result tables of one folder and of the results folders kept inside it: ``study/`` (a
+    ``make study``), or another bench linked in (a symlink to a kept report)."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
+        inside = [p for p in sorted(self.folder.iterdir()) if p.is_dir() and p.name != "runs"
+                  and not p.name.startswith("previous-")] if self.folder.is_dir() else []
+        self._places = [self.folder, *inside]
         self._tables: dict[str, tuple[pd.DataFrame, str]] = {}
 
     def _find(self, name: str, suffix: str) -> Path:
-        for where in (self.folder, self.folder / "study"):
+        for where in self._places:
             if (where / f"{name}{suffix}").is_file():
                 return where / f"{name}{suffix}"
-        raise Missing(f"{name}{suffix} is not in this folder (nor in study/)")
+        raise Missing(f"{name}{suffix} is not in this folder nor in a results folder inside it")
 
     def table(self, name: str) -> tuple[pd.DataFrame, str]:
         if name not in self._tables:

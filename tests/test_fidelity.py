@@ -99,7 +99,7 @@ def test_a_results_folder_is_measured_by_the_recipes(tmp_path):
     assert rows.loc["claims.local_vs_global"].verdict == "differs"
     assert rows.loc["hashing_worst"].verdict == "agrees" and rows.loc["hashing_worst"].reason == ""
     probing = rows.loc["claims.probing"]
-    assert probing.verdict == "not measured" and "nothing_here.csv is not in this folder" in probing.reason
+    assert probing.verdict == "not measured" and "nothing_here.csv is not in this folder nor in a results folder" in probing.reason
     assert rows.loc["claims.source_skew"].reason == "needs the LiveJournal graph, which is not downloadable here"
     assert rows.loc["datasets.WP.messages"].verdict == "not measurable"
     assert rows.loc["claims.jaccard"].reason.startswith("no recipe")
