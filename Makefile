@@ -14,7 +14,7 @@ BENCH_EXECUTOR_MEMORY ?= 4g
 # The default studies (bench/studies/*.yaml); engine calibrates the predictions of the others.
 STUDIES       ?= engine matrix storm offered aggregation efficiency dkg fang naivebayes sustainable
 
-.PHONY: setup browser test study speed bench report clean
+.PHONY: setup browser test study study-tw speed bench report clean
 
 setup: $(STAMP)
 
@@ -41,8 +41,11 @@ browser:  ## Debian's chromium + chromedriver for tests/test_html_report.py (apt
 test: setup browser  ## unit + conformance + analytical tests
 	$(PY) -m pytest -q
 
-study: setup  ## the PKG paper's simulations (Table II, Fig. 2) plus every newer scheme, into $(OUT)
+study: setup  ## the papers' simulations at their sizes (MESSAGES=N caps every stream), into $(OUT)
 	$(VENV)/bin/skewbench study --out $(OUT) $(if $(MESSAGES),--messages $(MESSAGES))
+
+study-tw: setup  ## the long simulations: TW at its 1.2G messages (hours; prints the peak memory), into $(OUT)
+	$(VENV)/bin/skewbench study --long --out $(OUT) $(if $(MESSAGES),--messages $(MESSAGES))
 
 speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5, W=100)
 	$(VENV)/bin/skewbench speed
