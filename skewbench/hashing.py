@@ -43,12 +43,21 @@ def _fmix64(k):
     return k
 
 
+# MurmurHash3_x64_128 over 8 bytes with seed 8 xors the length (8) into both halves: h2 becomes 0, h1 = h2
+# before the final sums, and the first half is 2 * fmix(k), always even (mmh3 agrees). Modulo an even W that
+# halves the workers, so seed 8 is replaced by this one (any seed the schemes' seed + j do not reach).
+SEED_FOR_8 = 0x5BD1E995
+
+
 @numba.njit(inline="always")
 def murmur64_of_u64(value, seed):
     """First half of MurmurHash3_x64_128 over the 8 little-endian bytes of ``value``.
 
-    Equal to ``mmh3.hash64(value.to_bytes(8, "little"), seed, signed=False)[0]``.
+    Equal to ``mmh3.hash64(value.to_bytes(8, "little"), seed, signed=False)[0]``, except that seed 8 (whose
+    hashes are all even) is taken as ``SEED_FOR_8``.
     """
+    if seed == 8:
+        seed = SEED_FOR_8
     h1 = np.uint64(seed)
     h2 = np.uint64(seed)
     k1 = np.uint64(value) * _C1

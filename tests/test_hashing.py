@@ -3,14 +3,23 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from skewbench.hashing import distinct_choices, fingerprint, fingerprints, murmur64
+from skewbench.hashing import SEED_FOR_8, distinct_choices, fingerprint, fingerprints, murmur64
+
+
+def _mmh3(value: int, seed: int) -> int:
+    return mmh3.hash64(value.to_bytes(8, "little"), SEED_FOR_8 if seed == 8 else seed, signed=False)[0]
 
 
 @given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=50), st.integers(0, 2**32 - 1))
 def test_murmur64_equals_reference_murmur3(values, seed):
     got = murmur64(np.array(values, dtype=np.uint64), seed)
-    want = [mmh3.hash64(v.to_bytes(8, "little"), seed, signed=False)[0] for v in values]
-    assert got.tolist() == want
+    assert got.tolist() == [_mmh3(v, seed) for v in values]
+
+
+def test_seed_8_whose_murmur3_hashes_are_all_even_is_replaced():
+    values = np.arange(1000, dtype=np.uint64)
+    assert all(mmh3.hash64(int(v).to_bytes(8, "little"), 8, signed=False)[0] % 2 == 0 for v in values)
+    assert 400 < int((murmur64(values, 8) % np.uint64(2)).sum()) < 600
 
 
 def test_fingerprints_are_murmur3_of_the_key_bytes():
@@ -28,7 +37,7 @@ def _reference_choices(fp, workers, d, seed):
     free = list(range(workers))
     chosen = []
     for j in range(d):
-        r = mmh3.hash64(int(fp).to_bytes(8, "little"), (seed + j) & 0xFFFFFFFF, signed=False)[0] % (workers - j)
+        r = _mmh3(int(fp), (seed + j) & 0xFFFFFFFF) % (workers - j)
         chosen.append(free.pop(r))
     return chosen
 
