@@ -55,6 +55,11 @@ _MEASURE = {"oneOf": [
 _SERIES = {"type": "object", "required": ["table", "column", "over"], "additionalProperties": False,
            "properties": {"table": {"type": "string"}, "column": {"type": "string"}, "over": {"type": "string"},
                           "rows": {"type": "object"}, "agg": {"enum": list(AGGREGATES)}}}
+_THAN = {"oneOf": [{"$ref": "#/$defs/measure"}, {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/measure"}}]}
+_PART = {"type": "object", "additionalProperties": False,  # one comparison of a claim
+         "properties": {"subject": {"$ref": "#/$defs/measure"}, "than": _THAN, "below": {"type": "number"},
+                        "series": _SERIES, "tolerance": {"type": "number", "minimum": 0}},
+         "oneOf": [{"required": ["subject"]}, {"required": ["series"]}]}
 SCHEMA = {
     "$defs": {"measure": _MEASURE},
     "type": "object",
@@ -62,13 +67,11 @@ SCHEMA = {
         {"type": "object", "required": ["not_measured"], "additionalProperties": False,
          "properties": {"not_measured": {"type": "string", "minLength": 10}}},
         {"type": "object", "minProperties": 1, "additionalProperties": False,
-         "properties": {"measure": {"$ref": "#/$defs/measure"}, "subject": {"$ref": "#/$defs/measure"},
-                        "than": {"oneOf": [{"$ref": "#/$defs/measure"},
-                                           {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/measure"}}]},
-                        "series": _SERIES, "below": {"type": "number"}, "neutral": {"type": "number"},
-                        "abs_tol": {"type": "number", "minimum": 0}, "tolerance": {"type": "number", "minimum": 0},
-                        "reason": {"type": "string", "minLength": 10}},
-         "oneOf": [{"required": ["measure"]}, {"required": ["subject"]}, {"required": ["series"]}]}]},
+         "properties": {**_PART["properties"], "measure": {"$ref": "#/$defs/measure"},
+                        "all": {"type": "array", "minItems": 2, "items": _PART}, "neutral": {"type": "number"},
+                        "abs_tol": {"type": "number", "minimum": 0}, "reason": {"type": "string", "minLength": 10}},
+         "oneOf": [{"required": ["measure"]}, {"required": ["subject"]}, {"required": ["series"]},
+                   {"required": ["all"]}]}]},
 }
 
 
@@ -94,8 +97,12 @@ def recipes(directory: Path = MEASURES) -> dict[tuple[str, str], dict]:
 
 
 def _check_fits(file: str, entry_id: str, recipe: dict, entry: dict) -> None:
-    """A value entry takes `measure`; a claim takes what its direction compares."""
+    """A value entry takes `measure`; a claim takes what its direction compares (in each part of `all`)."""
     if "not_measured" in recipe:
+        return
+    if "all" in recipe and entry["kind"] == "claim":
+        for part in recipe["all"]:
+            _check_fits(file, entry_id, part, entry)
         return
     direction = entry["direction"]
     needs = ("measure" if entry["kind"] == "value" else "series" if direction in ("increasing", "decreasing", "flat")
@@ -209,19 +216,17 @@ def value_verdict(entry: dict, ours: float, recipe: dict) -> str:
 
 
 def claim_holds(direction: str, subject: float, than, tolerance: float) -> bool:
-    """Whether ``subject`` stands to ``than`` (a number or a list of numbers) as the paper says."""
-    if direction == "less":
+    """Whether ``subject`` stands to ``than`` (a number, or a list: to each of them) as the paper says."""
+    if isinstance(than, list):
+        return all(claim_holds(direction, subject, t, tolerance) for t in than)
+    if direction in ("less", "least"):
         return subject < than
-    if direction == "more":
+    if direction in ("more", "most"):
         return subject > than
     if direction == "not_less":
         return subject >= than * (1 - tolerance)
     if direction == "about_equal":
-        return abs(subject / than - 1) <= tolerance
-    if direction == "least":
-        return all(subject < t for t in than)
-    if direction == "most":
-        return all(subject > t for t in than)
+        return abs(subject / than - 1) <= tolerance if than else subject == 0
     if direction == "low":
         return subject <= than
     raise RecipeError(f"direction {direction!r} is not one a subject can be compared by")
@@ -265,6 +270,10 @@ def evaluate(entry: dict, recipe: dict | None, results: Results) -> dict:
 
 def _measured(entry: dict, recipe: dict, results: Results) -> tuple[float, str, set[str]]:
     direction, tolerance = entry["direction"], recipe.get("tolerance")
+    if "all" in recipe and "measure" not in recipe:  # a claim over several points or quantities: every part
+        parts = [_measured(entry, part, results) for part in recipe["all"]]
+        holds = all(verdict == "agrees" for _, verdict, _ in parts)
+        return parts[0][0], ("agrees" if holds else "differs"), set().union(*(files for _, _, files in parts))
     if "measure" in recipe:
         ours, files = results.measure(recipe["measure"])
         if math.isnan(ours):

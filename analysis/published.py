@@ -113,9 +113,19 @@ def _leaf(paper: str, seed: str, name: str, path: tuple, value, spec: dict) -> d
     number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     return _record(paper, seed, spec, {
         "id": ".".join((name, *path)), "kind": "value", "value": number, "unit": _unit(path, spec),
-        "qualifier": spec.get("qualifier", "exact" if spec.get("source") == "table" else None),
+        "qualifier": _qualifier(path, spec),
         "text": f"{spec.get('text', name)}: {' '.join(path)} = {value}",
         "measurable": setup_why is None, "why": setup_why})
+
+
+def _qualifier(path: tuple, spec: dict) -> str | None:
+    """A leaf's qualifier: named in the section's ``qualifiers`` (by dotted path or key: "more than 8" is
+    at_least), else the section's, else exact for a table."""
+    own = spec.get("qualifiers", {})
+    for key in (".".join(path), path[-1], path[0]):
+        if key in own:
+            return own[key]
+    return spec.get("qualifier", "exact" if spec.get("source") == "table" else None)
 
 
 def _unit(path: tuple, spec: dict) -> str | None:

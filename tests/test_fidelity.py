@@ -57,6 +57,8 @@ def test_claims_hold_as_their_direction_says():
     assert claim_holds("about_equal", 1.05, 1, 0.1) and not claim_holds("about_equal", 1.2, 1, 0.1)
     assert claim_holds("least", 1, [2, 3], 0) and not claim_holds("least", 2.5, [2, 3], 0)
     assert claim_holds("most", 4, [2, 3], 0) and claim_holds("low", 0.01, 0.05, 0)
+    assert claim_holds("less", 1, [2, 3], 0) and not claim_holds("more", 2.5, [2, 3], 0)
+    assert claim_holds("about_equal", 0, 0, 0.1) and not claim_holds("about_equal", 0.1, 0, 0.1)
 
 
 def test_trends_allow_a_small_step_back_but_need_the_end_beyond_the_start():
@@ -104,6 +106,28 @@ def test_a_results_folder_is_measured_by_the_recipes(tmp_path):
     assert rows.loc["datasets.WP.messages"].verdict == "not measurable"
     assert rows.loc["claims.jaccard"].reason.startswith("no recipe")
     assert len(rows) == len(entries())
+
+
+def test_a_claim_over_several_points_holds_only_if_every_part_does(tmp_path):
+    def kg_below_pkg_at(*workers):
+        return "\n".join(f"    - subject: {{table: pkg_table2_wp, rows: {{scheme: kg, workers: {w}}}, "
+                         f"column: final_imbalance}}\n      than: {{table: pkg_table2_wp, rows: {{scheme: pkg, "
+                         f"workers: {w}}}, column: final_imbalance}}" for w in workers)
+
+    rows = table(tmp_path, f"""
+claims.bound:
+  all:
+{kg_below_pkg_at(5, 10)}
+  reason: "the fixture's kg is a hundred times pkg"
+hashing_worst:
+  all:
+    - subject: {{table: pkg_table2_wp, rows: {{scheme: kg}}, column: final_imbalance}}
+      than: [{{table: pkg_table2_wp, rows: {{scheme: pkg}}, column: final_imbalance}}]
+    - subject: {{table: pkg_table2_wp, rows: {{scheme: kg, workers: 50}}, column: final_imbalance}}
+      than: [{{number: 100}}, {{number: 200}}]
+""")
+    assert rows.loc["claims.bound"].verdict == "differs" and rows.loc["claims.bound"].our_value == 5001
+    assert rows.loc["hashing_worst"].verdict == "agrees"
 
 
 def test_a_verdict_without_its_reason_says_so(tmp_path):
