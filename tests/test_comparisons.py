@@ -119,7 +119,7 @@ def test_report_draws_the_bench_tables(tmp_path):
 
 
 def test_efficiency_verdict_names_the_largest_w_the_engine_carries():
-    from skewbench.analysis.report import efficiency_verdict
+    from skewbench.analysis.sections.engine import efficiency_verdict
 
     table = pd.DataFrame({"workers": [10, 20, 50], "ideal": [1e4, 2e4, 5e4], "efficiency": [0.8, 0.72, 0.5],
                           "no-delay throughput": [4.2e4, 4.4e4, 4.5e4]})
