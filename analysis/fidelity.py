@@ -117,15 +117,22 @@ def _check_fits(file: str, entry_id: str, recipe: dict, entry: dict) -> None:
 
 # --- reading results ----------------------------------------------------------------------------------
 
+def results_folders(folder: Path, _seen: frozenset = frozenset()) -> list[Path]:
+    """``folder`` and the results folders kept inside it, at any depth, in name order: ``study/`` (a ``make
+    study``, with its ``tw-full/``), or another bench linked in (a symlink to a kept report); never a
+    bench's ``runs/`` or the ``previous-*`` tables a rebuild set aside, nor a link back to a folder above."""
+    seen = _seen | {folder.resolve()}
+    inside = sorted(p for p in folder.iterdir() if p.is_dir() and p.name != "runs" and p.resolve() not in seen
+                    and not p.name.startswith("previous-")) if folder.is_dir() else []
+    return [folder, *(deeper for p in inside for deeper in results_folders(p, seen))]
+
+
 class Results:
-    """The result tables of one folder and of the results folders kept inside it: ``study/`` (a
-    ``make study``), or another bench linked in (a symlink to a kept report)."""
+    """The result tables of one folder and of the results folders kept inside it (:func:`results_folders`)."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        inside = [p for p in sorted(self.folder.iterdir()) if p.is_dir() and p.name != "runs"
-                  and not p.name.startswith("previous-")] if self.folder.is_dir() else []
-        self._places = [self.folder, *inside]
+        self._places = results_folders(self.folder)
         self._tables: dict[str, tuple[pd.DataFrame, str]] = {}
 
     def _find(self, name: str, suffix: str) -> Path:

@@ -161,3 +161,13 @@ def test_the_cli_writes_the_table_and_totals(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "measurable entries measured" in out and (folder / "fidelity.csv").is_file()
     assert fidelity.main([str(tmp_path / "missing")]) == 2
+
+
+def test_tables_are_found_at_any_depth_but_never_in_runs_previous_or_a_link_back(tmp_path):
+    folder = tmp_path / "bench"
+    for inner in ("runs/r1", "previous-x", "study/tw-full"):
+        (folder / inner).mkdir(parents=True)
+    (folder / "study" / "up").symlink_to(folder)  # a link back must not loop
+    (folder / "linked").symlink_to(tmp_path / "kept")
+    (tmp_path / "kept").mkdir()
+    assert fidelity.results_folders(folder) == [folder, folder / "linked", folder / "study", folder / "study/tw-full"]

@@ -42,11 +42,17 @@ def test_hash_baselines_move_as_expected(rows):
     assert (rows.lossy_items[rows.scheme.isin(G.ALGORITHMS)] > 0).all()
 
 
-def test_onset_is_the_first_skew_over_the_ideal_line():
-    table = pd.DataFrame({"resources": "LCL", "scheme": ["a"] * 3 + ["b"] * 3, "seed": 0,
-                          "z": [0.5, 0.8, 1.0] * 2, "relative_imbalance": [0.9, 1.1, 1.3, 0.9, 0.95, 0.99]})
+def test_onset_is_where_the_imbalance_crosses_the_ideal_line():
+    """Fig. 4's "first to start violating": b crosses 1 between two swept skews, and where in that step it
+    does orders the schemes (the swept skews alone would tie a and c at 0.8)."""
+    table = pd.DataFrame({"resources": "LCL", "scheme": ["a"] * 3 + ["b"] * 3 + ["c"] * 3 + ["d"] * 3, "seed": 0,
+                          "z": [0.5, 0.8, 1.0] * 4,
+                          "relative_imbalance": [0.9, 1.1, 1.3, 0.9, 0.95, 0.99, 0.9, 1.02, 1.3, 1.01, 1.1, 1.2]})
     onsets = G.onset(table).set_index("scheme")["onset_z"]
-    assert onsets["a"] == 0.8 and np.isinf(onsets["b"])
+    assert onsets["a"] == pytest.approx(0.65)  # halfway from 0.9 to 1.1
+    assert onsets["c"] == pytest.approx(0.5 + 0.3 * 0.1 / 0.12)  # later in the same step than a
+    assert np.isinf(onsets["b"])  # never over the line
+    assert onsets["d"] == 0.5  # over the line from the lowest skew swept
 
 
 def test_experiment_names_are_callables_or_studies():

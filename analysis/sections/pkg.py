@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from skewbench.analysis.fidelity import results_folders
 from skewbench.analysis.published import published
 from skewbench.analysis.sections.common import figure, floored, load, markdown
 
@@ -17,8 +18,9 @@ def table2(folder: Path) -> list[str]:
     """PKG Table II: the final imbalance I(m) in messages, ours beside the paper's (every printed cell is the
     final imbalance at the trace's length: see analysis/measures/pkg.yaml), and a large cell also as a
     fraction of its stream, since our TW stream may be shorter than the paper's 1.2G."""
-    ours = pd.concat([t for t in (load(folder, "pkg_table2"), load(folder, "tw_full_pkg_table2")) if t is not None]
-                     or [pd.DataFrame()], ignore_index=True)
+    tw_full = [load(place, "tw_full_pkg_table2") for place in results_folders(folder)]  # make study-tw's tw-full/
+    ours = pd.concat([t for t in (load(folder, "pkg_table2"), *tw_full) if t is not None] or [pd.DataFrame()],
+                     ignore_index=True)
     if ours.empty:
         return []
     paper = published()["pkg"]

@@ -161,11 +161,21 @@ def growth(setting: dict, seed: int, upto: int, record: set[int], messages: int 
 
 
 def onset(table: pd.DataFrame) -> pd.DataFrame:
-    """Per resource functions, scheme and run: the lowest skew z at which the relative imbalance exceeds 1
-    (Fig. 4: "the first one to start violating the balance requirements"), inf when it never does."""
-    over = table[table["relative_imbalance"] > 1].groupby(["resources", "scheme", "seed"])["z"].min()
-    every = table.groupby(["resources", "scheme", "seed"])["z"].min()
-    return over.reindex(every.index, fill_value=np.inf).rename("onset_z").reset_index()
+    """Per resource functions, scheme and run: the skew z at which the relative imbalance crosses 1 (Fig. 4: "the
+    first one to start violating the balance requirements"), interpolated linearly between the two swept z around
+    the crossing, as it is read off the paper's curves; the sweep's steps alone (0.1) would tie most schemes.  The
+    lowest z when b > 1 there already, inf when b never exceeds 1."""
+    def crossing(run: pd.DataFrame) -> float:
+        z, b = run["z"].to_numpy(), run["relative_imbalance"].to_numpy()
+        over = np.flatnonzero(b > 1)
+        if len(over) == 0:
+            return np.inf
+        i = over[0]
+        return float(z[0]) if i == 0 else float(z[i - 1] + (1 - b[i - 1]) * (z[i] - z[i - 1]) / (b[i] - b[i - 1]))
+
+    keys = ["resources", "scheme", "seed"]
+    rows = [dict(zip(keys, key), onset_z=crossing(run)) for key, run in table.sort_values("z").groupby(keys)]
+    return pd.DataFrame(rows, columns=[*keys, "onset_z"])
 
 
 def sweep(settings: list[dict], upto: int, record: set[int], messages: int | None, runs: int = RUNS,
