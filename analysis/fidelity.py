@@ -202,11 +202,13 @@ def _walk(data, key: str, name: str) -> float:
 # --- verdicts -----------------------------------------------------------------------------------------
 
 def value_verdict(entry: dict, ours: float, recipe: dict) -> str:
-    """agrees within 2x (as the qualifier reads it); else direction when ours is on the paper's side of
+    """agrees within 2x (as the qualifier reads it) or within the recipe's ``abs_tol``; else direction when ours is on the paper's side of
     the recipe's neutral value; else differs."""
     paper, qualifier = entry["value"], entry["qualifier"]
-    if paper == 0:
-        close = abs(ours) <= recipe.get("abs_tol", 0)
+    if abs(ours - paper) <= recipe.get("abs_tol", 0):  # equal up to what the quantity can resolve
+        close = True
+    elif paper == 0:
+        close = False
     elif qualifier == "at_least":
         close = ours / paper >= 1 / WITHIN
     elif qualifier == "at_most":

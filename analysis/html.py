@@ -96,6 +96,7 @@ def fidelity(folder: Path) -> dict | None:
              "slug": slug(r.verdict), "reason": r.reason, "files": _files(folder, r.result_file),
              "text": getattr(r, "text", "")}
             for r in table.itertuples()]
+    rows.sort(key=lambda row: row["verdict"] == "not measurable")  # results first, setup values last (stable)
     counts = totals(table)
     return {"rows": rows, "papers": sorted(table["paper"].unique()), "verdicts": VERDICTS, "within": WITHIN,
             "totals_columns": list(counts.columns), "totals": [(p, list(map(int, v))) for p, v in counts.iterrows()]}

@@ -49,6 +49,9 @@ def test_a_range_and_a_zero_are_read_as_printed():
     assert value_verdict({"value": 30, "value_max": 39, "qualifier": "range"}, 80, {}) == "differs"
     assert value_verdict({"value": 0, "value_max": None, "qualifier": "exact"}, 0.5, {"abs_tol": 1}) == "agrees"
     assert value_verdict({"value": 0, "value_max": None, "qualifier": "exact"}, 0.5, {}) == "differs"
+    few = {"value": 2.9, "value_max": None, "qualifier": "exact"}  # a count of a few messages: 0.9 is as good
+    assert value_verdict(few, 0.9, {"abs_tol": 22}) == "agrees" and value_verdict(few, 0.9, {}) == "differs"
+    assert value_verdict(few, 30, {"abs_tol": 22}) == "differs"
 
 
 def test_claims_hold_as_their_direction_says():

@@ -57,3 +57,12 @@ def test_plan_sample_error_is_zero_on_the_original_key_space():
 def test_readj_sigmas_keep_the_threshold_affordable():
     assert fang.sigmas(0.08) == (0.05, 0.1, 0.25)
     assert all(s * 0.02 >= 0.004 - 1e-12 for s in fang.sigmas(0.02))
+
+
+def test_planned_bottleneck_is_the_plans_balance_on_the_interval_it_was_made_from():
+    gen = fang.Fluctuation(2_000, 0.85, 2.0, 8, seed=0)
+    snaps = gen.snapshots(4, 200_000)
+    mixed = fang.run("mixed", 8, snaps, gen.fps, {"theta": 0.08, "table_max": 2_000})
+    assert (mixed.planned_bottleneck >= 1 / 1.08 - 1e-9).all()  # LLFD meets θmax on the counts it planned from
+    assert (mixed.bottleneck.iloc[1:] < mixed.planned_bottleneck.iloc[:-1].to_numpy()).any()  # the lag costs
+    assert fang.run("kg", 8, snaps, gen.fps).planned_bottleneck.isna().all()

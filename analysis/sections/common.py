@@ -8,6 +8,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from skewbench.analysis.published import entries
 
 
 def load(folder: Path, prefix: str) -> pd.DataFrame | None:
@@ -45,3 +46,49 @@ def study_table(folder: Path, name: str) -> pd.DataFrame | None:
 def comparison(folder: Path, name: str) -> dict:
     path = folder / f"{name}_vs_paper.json"
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+# --- the paper's numbers for one figure beside ours (the fidelity table's rows) ---------------------------
+
+_SIGN = {"at_least": "≥ ", "at_most": "≤ ", "up_to": "up to ", "about": "≈ "}
+
+
+def beside(folder: Path, paper: str) -> pd.DataFrame:
+    """The paper's entries with our value and verdict (``analysis/measures/<paper>.yaml`` evaluated on
+    ``folder``), indexed by entry id."""
+    from skewbench.analysis.fidelity import (
+        fidelity,  # here: fidelity imports this package's users
+    )
+
+    ours = fidelity(folder).query("paper == @paper").set_index("entry")
+    theirs = pd.DataFrame([e for e in entries() if e["paper"] == paper]).set_index("id")
+    return theirs[["kind", "value", "value_max", "qualifier", "unit", "direction"]].join(
+        ours[["our_value", "verdict"]])
+
+
+def published_table(rows: pd.DataFrame, paper: str) -> list[str]:
+    """Markdown lines: the published numbers and claims ``rows`` (of :func:`beside`) beside ours."""
+    rows = rows[rows.verdict != "not measurable"]
+    if rows.empty:
+        return []
+    table = pd.DataFrame({"published entry": rows.index, "paper": [_paper_cell(r) for r in rows.itertuples()],
+                          "ours": [number(v) for v in rows.our_value], "verdict": rows.verdict.values})
+    return [f"The paper beside ours (our value of a claim is its subject, or a trend's last / first point; "
+            f"`analysis/measures/{paper}.yaml` says what each reads, `fidelity.csv` why a verdict is not "
+            "`agrees`):", "", markdown(table), ""]
+
+
+def _paper_cell(row) -> str:
+    if row.kind == "claim":
+        return f"claim ({row.direction})"
+    unit = "" if row.unit in ("ratio", None) or pd.isna(row.unit) else f" {row.unit}"
+    if row.qualifier == "range":
+        return f"{number(row.value)}–{number(row.value_max)}{unit}"
+    return f"{_SIGN.get(row.qualifier, '')}{number(row.value)}{unit}"
+
+
+def number(value) -> str:
+    """A published or measured number: counts in full, others to 3 significant digits, a dash for none."""
+    if value is None or pd.isna(value):
+        return "–"
+    return f"{value:,.0f}" if 1e3 <= abs(value) < 1e9 else f"{value:.3g}"

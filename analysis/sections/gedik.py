@@ -14,8 +14,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
-from skewbench.analysis.fidelity import fidelity
-from skewbench.analysis.published import entries, published
+from skewbench.analysis.published import published
+from skewbench.analysis.sections import common
 from skewbench.analysis.sections.common import figure, markdown, study_table
 
 TABLES = ("gedik_resources", "gedik_skew", "gedik_sigma", "gedik_channels", "gedik_utility", "gedik_domain")
@@ -35,7 +35,6 @@ RESULTS_AT = {
     9: ("lossy_counter_items_sigma_0_1", "lossy_counter_items_LQL_sigma_0_1", "explicit_hash_items_sigma_0_1"),
     12: ("readj_construction_s.sigma_0_1_max", "readj_construction_s.sigma_0_008", "redist_construction_s_sigma_0_008"),
 }
-_SIGN = {"at_least": "≥ ", "at_most": "≤ ", "up_to": "up to ", "about": "≈ "}
 
 
 def sections(folder: Path) -> list[str]:
@@ -43,7 +42,7 @@ def sections(folder: Path) -> list[str]:
     tables = {name: _table(folder, name) for name in TABLES}
     if all(t is None for t in tables.values()):
         return []
-    beside = _beside(folder)
+    beside = common.beside(folder, "gedik")
     parts = [(fig3, "gedik_resources"), (fig4, "gedik_skew"), (fig5, "gedik_sigma"), (fig6, "gedik_channels"),
              (fig7, "gedik_utility"), (fig8, "gedik_domain")]
     lines = []
@@ -52,6 +51,14 @@ def sections(folder: Path) -> list[str]:
             lines += part(folder, tables[name], beside)
     lines += sizes(folder, tables, beside) + times(folder, tables, beside)
     return lines
+
+
+def published_table(beside: pd.DataFrame, fig: int | tuple[int, ...]) -> list[str]:
+    """Every published number and claim of figure(s) ``fig`` beside ours, as Markdown lines."""
+    figs = (fig,) if isinstance(fig, int) else fig
+    ids = [f"results.{r}" for n in figs for r in RESULTS_AT.get(n, ())]
+    ids += [i for i in beside.index if any(re.match(rf"fig{n}[ab]?_", i) for n in figs)]  # Fig. 7 has (a), (b)
+    return common.published_table(beside.loc[[i for i in ids if i in beside.index]], "gedik")
 
 
 # --- reading ---------------------------------------------------------------------------------------------------
@@ -63,43 +70,12 @@ def _table(folder: Path, name: str) -> pd.DataFrame | None:
     return None if data is None else data.assign(scheme=data.scheme.map(NAMES).fillna(data.scheme))
 
 
-def _beside(folder: Path) -> pd.DataFrame:
-    """The paper's Gedik entries with our value and verdict (the fidelity table's rows: the recipes of
-    analysis/measures/gedik.yaml), indexed by id."""
-    ours = fidelity(folder).query("paper == 'gedik'").set_index("entry")
-    paper = pd.DataFrame([e for e in entries() if e["paper"] == "gedik"]).set_index("id")
-    return paper[["kind", "value", "value_max", "qualifier", "unit", "direction"]].join(
-        ours[["our_value", "verdict"]])
 
 
-def published_table(beside: pd.DataFrame, fig: int | tuple[int, ...]) -> list[str]:
-    """Every published number and claim of figure(s) ``fig`` beside ours, as Markdown lines."""
-    figs = (fig,) if isinstance(fig, int) else fig
-    ids = [i for i in beside.index if any(re.match(rf"fig{n}[ab]?_", i) for n in figs)]  # Fig. 7 has (a), (b)
-    ids = [f"results.{r}" for n in figs for r in RESULTS_AT.get(n, ())] + ids
-    rows = beside.loc[[i for i in ids if i in beside.index]]
-    rows = rows[rows.verdict != "not measurable"]
-    if rows.empty:
-        return []
-    table = pd.DataFrame({"published entry": rows.index, "paper": [_paper_cell(r) for r in rows.itertuples()],
-                          "ours": [_number(v) for v in rows.our_value], "verdict": rows.verdict.values})
-    return ["The paper beside ours (our value of a claim is its subject; `analysis/measures/gedik.yaml` says what "
-            "each reads, `fidelity.csv` why a verdict is not `agrees`):", "", markdown(table), ""]
 
 
-def _paper_cell(row) -> str:
-    if row.kind == "claim":
-        return f"claim ({row.direction})"
-    unit = "" if row.unit in ("ratio", None) or pd.isna(row.unit) else f" {row.unit}"
-    if row.qualifier == "range":
-        return f"{_number(row.value)}–{_number(row.value_max)}{unit}"
-    return f"{_SIGN.get(row.qualifier, '')}{_number(row.value)}{unit}"
 
 
-def _number(value) -> str:
-    if value is None or pd.isna(value):
-        return "–"
-    return f"{value:,.0f}" if 1e3 <= abs(value) < 1e9 else f"{value:.3g}"
 
 
 def _long(data: pd.DataFrame, ids: list[str], metrics: dict = METRICS) -> pd.DataFrame:

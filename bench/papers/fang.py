@@ -148,7 +148,9 @@ def run(scheme: str, workers: int, snapshots: list[np.ndarray], fps: np.ndarray,
 
     Columns: interval, workers, max_over_mean, bottleneck (mean / max: the throughput share of a
     saturated operator), triggered (an instance was overloaded), plan_seconds, migration_pct (% of
-    the window's state whose instance changes, Sec. 5), moved_keys, table_size.
+    the window's state whose instance changes, Sec. 5), moved_keys, table_size, and for Fang's
+    planners planned_bottleneck: mean / max of this interval's loads under the plan just made from
+    them, i.e. without the one-interval lag (``bottleneck`` of the next interval is what it achieves).
     """
     rng = np.random.default_rng(seed + 1)
     router = make_scheme(scheme, workers, seed=seed, **(params or {}))
@@ -161,7 +163,8 @@ def run(scheme: str, workers: int, snapshots: list[np.ndarray], fps: np.ndarray,
         state = np.sum(history, axis=0)
         row = {"interval": t, "workers": workers, "max_over_mean": live.max() / live.mean(),
                "bottleneck": live.mean() / live.max(), "triggered": False, "plan_seconds": np.nan,
-               "migration_pct": 0.0, "moved_keys": 0, "table_size": router.table_size()}
+               "migration_pct": 0.0, "moved_keys": 0, "table_size": router.table_size(),
+               "planned_bottleneck": np.nan}
         new_workers = schedule.get(t, workers)
         if router.adaptive:
             theta = _tolerance(router, workers)
@@ -173,6 +176,9 @@ def run(scheme: str, workers: int, snapshots: list[np.ndarray], fps: np.ndarray,
             row.update(triggered=bool(new_workers != workers or live.max() / live.mean() - 1 > theta + 1e-9),
                        plan_seconds=plan.build_seconds, moved_keys=int(moved.sum()),
                        migration_pct=100 * state[moved].sum() / state.sum(), table_size=router.table_size())
+            if scheme in FANG_SCHEMES:  # a table routes keys alike, so the counts can be routed again
+                planned = np.bincount(router.route_many(fps), weights=counts, minlength=new_workers)
+                row["planned_bottleneck"] = planned.mean() / planned.max()
         elif new_workers != workers:
             router = make_scheme(scheme, new_workers, seed=seed, **(params or {}))
         workers = new_workers
@@ -183,12 +189,14 @@ def run(scheme: str, workers: int, snapshots: list[np.ndarray], fps: np.ndarray,
 def summary(series: pd.DataFrame) -> dict:
     """A run's averages (Sec. 5: "average values over the complete processing procedure").
 
-    Balance and bottleneck from the second interval on (the first is routed by h alone); plan time
+    Balance and bottleneck (also the planned one) from the second interval on (the first is routed by
+    h alone); plan time
     over the plans actually made; migration over every controller step, and per plan.
     """
     steady = series[series.interval > 0]
     plans = series[series.triggered]
     return {"max_over_mean": steady.max_over_mean.mean(), "bottleneck": steady.bottleneck.mean(),
+            "planned_bottleneck": steady.planned_bottleneck.mean(),
             "bottleneck_min": steady.bottleneck.min(), "plans": len(plans),
             "plan_seconds": plans.plan_seconds.mean() if len(plans) else 0.0,
             "plan_seconds_max": plans.plan_seconds.max() if len(plans) else 0.0,

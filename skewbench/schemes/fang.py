@@ -81,9 +81,9 @@ class FangRouting(Scheme):
     vnodes : int
         Points per instance on the consistent-hash ring.
     search : str
-        Mixed only: ``"heuristic"`` (Algorithm 4) or ``"brute"`` (every n, for each β in ``betas``).
-    betas : tuple of float
-        β values the brute-force search tries.
+        Mixed only: ``"heuristic"`` (Algorithm 4) or ``"brute"`` (every n, Sec. 3.3).
+    betas : tuple of float, optional
+        β values the brute-force search also tries; ``None`` (the paper's Mixed_BF): ``beta`` only.
     compact_above : int
         Plan on the compact representation (Sec. 4) when more keys than this are known.
     degree : int
@@ -96,7 +96,7 @@ class FangRouting(Scheme):
 
     def __init__(self, workers: int, seed: int = 0, theta: float = 0.08, beta: float = 1.5, table_max: int = 3000,
                  window: int = 1, base_hash: str = "consistent", vnodes: int = 100, search: str = "heuristic",
-                 betas: tuple = (0.5, 1.0, 1.5, 2.0), compact_above: int = 1_000_000, degree: int = 0):
+                 betas: tuple | None = None, compact_above: int = 1_000_000, degree: int = 0):
         if theta < 0:
             raise ValueError(f"theta must be >= 0 (L(d) <= (1 + theta) * mean), got {theta}")
         if int(table_max) < 0 or int(window) < 1 or int(vnodes) < 1:
@@ -171,7 +171,7 @@ class FangRouting(Scheme):
     def plan_assignment(self, problem: fp.Problem) -> np.ndarray:
         """Run this scheme's planner, on the compact representation for large key spaces."""
         strategy = "mixed-brute" if self.strategy == "mixed" and self.search == "brute" else self.strategy
-        options = {"betas": tuple(self.betas)} if strategy == "mixed-brute" else {}
+        options = {"betas": tuple(self.betas)} if strategy == "mixed-brute" and self.betas is not None else {}
         if len(problem.cost) > self.compact_above:
             return fp.solve_compact(problem, strategy, degree=int(self.degree), **options)
         return fp.solve(problem, strategy, **options)
@@ -250,8 +250,9 @@ class FangMinMig(FangRouting):
 class FangMixed(FangRouting):
     """Mixed (Algorithm 4): MinMig, moving back the smallest-state entries until |A| ≤ A_max.
 
-    ``search="brute"`` tries every number of moved-back entries (and every β of ``betas``) and
-    keeps the balanced plan within A_max with the least migration (the paper's Mixed_BF).
+    ``search="brute"`` tries every number of moved-back entries at the same β (and every β of
+    ``betas`` if given) and keeps the balanced plan within A_max with the least migration (the
+    paper's Mixed_BF).
     """
 
     name = "mixed"

@@ -367,13 +367,17 @@ def _rank(p: Problem, assign: np.ndarray) -> tuple:
     return (excess, max(table_size(p, assign) - p.table_max, 0), migration(p, assign), table_size(p, assign))
 
 
-def mixed_brute(p: Problem, betas=(0.5, 1.0, 1.5, 2.0), points: int = 64) -> np.ndarray:
-    """Mixed by brute force (Sec. 5, "Mixed_BF"): try every n (or ``points`` evenly spaced values)
-    for every β in ``betas``; keep the balanced plan within A_max with the least migration."""
+def mixed_brute(p: Problem, betas: tuple | None = None, points: int = 64) -> np.ndarray:
+    """Mixed by brute force (Sec. 3.3 and 5, "Mixed_BF"): try every n (or ``points`` evenly spaced values)
+    and keep the balanced plan within A_max with the least migration.
+
+    The paper's brute force searches n only, at Mixed's β (``p.beta``); ``betas`` widens the search to
+    other β values (then it also optimises a parameter Mixed is given, and is no longer Fig. 12's Mixed_BF).
+    """
     entries = p.keys_in(p.current != p.home)
     grid = np.unique(np.linspace(0, entries, min(entries + 1, points)).round().astype(np.int64))
     best, best_rank = None, None
-    for beta in betas:
+    for beta in (p.beta,) if betas is None else betas:
         gamma = priority(p.per_key(p.cost), p.per_key(p.memory), beta)
         for n in grid:
             assign = solve_with(p, int(n), gamma)

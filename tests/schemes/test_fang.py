@@ -264,3 +264,15 @@ def test_invalid_parameters_are_rejected():
     for bad in ({"theta": -0.1}, {"base_hash": "ring"}, {"search": "all"}, {"degree": 9}, {"window": 0}):
         with pytest.raises(ValueError):
             make_scheme("mixed", 4, **bad)
+
+
+def test_brute_force_searches_n_at_mixeds_own_beta(fluctuating_problems):
+    """Mixed_BF tries every number n of moved-back entries (Sec. 3.3) with Mixed's β (Table 2: one β for Mixed),
+    so on a problem where no trial needs more than A_max entries it cannot migrate less than Mixed by using
+    another β: both are MinMig's plan at n = 0 or better by the same γ."""
+    for p in fluctuating_problems:
+        default = fp.solve(p, "mixed-brute")
+        assert np.array_equal(default, fp.solve(p, "mixed-brute", betas=(p.beta,)))
+        scheme = make_scheme("mixed-brute", p.workers, beta=p.beta)
+        assert np.array_equal(scheme.plan_assignment(p), default)
+        assert fp.migration(p, default) == pytest.approx(fp.migration(p, fp.solve(p, "mixed")))
