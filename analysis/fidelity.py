@@ -202,8 +202,8 @@ def _walk(data, key: str, name: str) -> float:
 # --- verdicts -----------------------------------------------------------------------------------------
 
 def value_verdict(entry: dict, ours: float, recipe: dict) -> str:
-    """agrees within 2x (as the qualifier reads it) or within the recipe's ``abs_tol``; else direction when ours is on the paper's side of
-    the recipe's neutral value; else differs."""
+    """agrees within 2x (as the qualifier reads it) or within the recipe's ``abs_tol``; else direction when
+    ours is on the paper's side of the recipe's neutral value; else differs."""
     paper, qualifier = entry["value"], entry["qualifier"]
     if abs(ours - paper) <= recipe.get("abs_tol", 0):  # equal up to what the quantity can resolve
         close = True

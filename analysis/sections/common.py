@@ -8,6 +8,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from skewbench.analysis.fidelity import fidelity
 from skewbench.analysis.published import entries
 
 
@@ -56,10 +57,6 @@ _SIGN = {"at_least": "≥ ", "at_most": "≤ ", "up_to": "up to ", "about": "≈
 def beside(folder: Path, paper: str) -> pd.DataFrame:
     """The paper's entries with our value and verdict (``analysis/measures/<paper>.yaml`` evaluated on
     ``folder``), indexed by entry id."""
-    from skewbench.analysis.fidelity import (
-        fidelity,  # here: fidelity imports this package's users
-    )
-
     ours = fidelity(folder).query("paper == @paper").set_index("entry")
     theirs = pd.DataFrame([e for e in entries() if e["paper"] == paper]).set_index("id")
     return theirs[["kind", "value", "value_max", "qualifier", "unit", "direction"]].join(
