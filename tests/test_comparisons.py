@@ -69,11 +69,11 @@ def test_aggregation_comparison_per_period():
 
 def test_shipped_studies_plan_the_papers_runs():
     storm, aggregation, efficiency = load_all([STUDIES / f"{n}.yaml" for n in ("storm", "aggregation", "efficiency")])
-    assert len(storm.points()) == 3 * 3  # one seed by default (2 h on 2 cores), three in the full profile
+    assert len(storm.points()) == 3 * 3 * 3  # three seeds by default, five in the full profile
     points = storm.points("full")
-    assert len(points) == 3 * 3 * 3 and {(p.workers, p.sources, p.workload) for p in points} == {(9, 1, "wp")}
+    assert len(points) == 3 * 3 * 5 and {(p.workers, p.sources, p.workload) for p in points} == {(9, 1, "wp")}
     assert all(p.messages == p.batch_rows * 5 == 9 * 10_000 * 5 for p in points)
-    assert {p.seed for p in points} == {0, 1, 2} and len({p.name for p in points}) == len(points)
+    assert {p.seed for p in points} == set(range(5)) and len({p.name for p in points}) == len(points)
     assert [(p.workers, p.delay_ms) for p in efficiency.points("quick")] == [
         (10, 1.0), (10, 0.0), (50, 1.0), (50, 0.0)]
     runs = aggregation.points("full")
