@@ -44,7 +44,7 @@ class Missing(LookupError):
 _MEASURE = {"oneOf": [
     {"type": "object", "required": ["table", "column"], "additionalProperties": False,
      "properties": {"table": {"type": "string"}, "column": {"type": "string"}, "rows": {"type": "object"},
-                    "agg": {"enum": list(AGGREGATES)}}},
+                    "agg": {"enum": list(AGGREGATES)}, "runs": {"$ref": "#/$defs/runs"}}},
     {"type": "object", "required": ["json", "key"], "additionalProperties": False,
      "properties": {"json": {"type": "string"}, "key": {"type": "string"}}},
     {"type": "object", "required": ["number"], "additionalProperties": False,
@@ -54,15 +54,22 @@ _MEASURE = {"oneOf": [
       for name in COMPOSITES)]}
 _SERIES = {"type": "object", "required": ["table", "column", "over"], "additionalProperties": False,
            "properties": {"table": {"type": "string"}, "column": {"type": "string"}, "over": {"type": "string"},
-                          "rows": {"type": "object"}, "agg": {"enum": list(AGGREGATES)}}}
+                          "rows": {"type": "object"}, "agg": {"enum": list(AGGREGATES)},
+                          "runs": {"$ref": "#/$defs/runs"}}}
 _THAN = {"oneOf": [{"$ref": "#/$defs/measure"}, {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/measure"}}]}
 _PART = {"type": "object", "additionalProperties": False,  # one comparison of a claim
          "properties": {"subject": {"$ref": "#/$defs/measure"}, "than": _THAN, "below": {"type": "number"},
                         "series": _SERIES, "tolerance": {"type": "number", "minimum": 0}},
          "oneOf": [{"required": ["subject"]}, {"required": ["series"]}]}
+# A paper that reports "averages of N runs" (Gedik Sec. 5.1): each setting's runs (seeds) are first averaged
+# into one point, as the paper's figures plot them, and a measure's `agg` then summarises those points.
+_RUNS = {"type": "object", "required": ["agg", "setting"], "additionalProperties": False,
+         "properties": {"agg": {"enum": list(AGGREGATES)},
+                        "setting": {"type": "array", "minItems": 1, "items": {"type": "string"}}}}
 SCHEMA = {
-    "$defs": {"measure": _MEASURE},
+    "$defs": {"measure": _MEASURE, "runs": _RUNS},
     "type": "object",
+    "properties": {"_runs": _RUNS},
     "additionalProperties": {"oneOf": [
         {"type": "object", "required": ["not_measured"], "additionalProperties": False,
          "properties": {"not_measured": {"type": "string", "minLength": 10}}},
@@ -88,12 +95,26 @@ def recipes(directory: Path = MEASURES) -> dict[tuple[str, str], dict]:
         except jsonschema.ValidationError as exc:
             where = "/".join(map(str, exc.absolute_path))
             raise RecipeError(f"{path.name}: {where}: {exc.message[:300]}") from None
+        runs = body.pop("_runs", None)
         for entry_id, recipe in body.items():
+            if runs:
+                recipe = _with_runs(recipe, runs)
             if (paper, entry_id) not in known:
                 raise RecipeError(f"{path.name}: {entry_id}: no such entry of {paper} in published.yaml")
             _check_fits(path.name, entry_id, recipe, known[paper, entry_id])
             found[paper, entry_id] = recipe
     return found
+
+
+def _with_runs(spec, runs: dict):
+    """``spec`` with ``runs`` on every table it reads (a paper-wide ``_runs``; a measure's own wins)."""
+    if isinstance(spec, list):
+        return [_with_runs(part, runs) for part in spec]
+    if not isinstance(spec, dict):
+        return spec
+    if "table" in spec:
+        return {"runs": runs, **spec}
+    return {key: _with_runs(value, runs) for key, value in spec.items()}
 
 
 def _check_fits(file: str, entry_id: str, recipe: dict, entry: dict) -> None:
@@ -158,6 +179,9 @@ class Results:
             raise Missing(f"{file} has no column {spec['column']!r}")
         if table.empty:
             raise Missing(f"no row of {file} has {spec.get('rows', {})}")
+        if "runs" in spec and "seed" in table:
+            setting = [c for c in spec["runs"]["setting"] if c in table]
+            table = table.groupby(setting, dropna=False)[spec["column"]].agg(spec["runs"]["agg"]).reset_index()
         return table, file
 
     def measure(self, spec: dict) -> tuple[float, set[str]]:

@@ -133,6 +133,29 @@ hashing_worst:
     assert rows.loc["hashing_worst"].verdict == "agrees"
 
 
+def test_a_paper_that_averages_its_runs_is_compared_on_each_settings_mean(tmp_path):
+    """``_runs`` (Gedik: "averages of 5 runs"): the seeds of a setting become their mean, then ``agg`` spans
+    the settings; a table without seeds, and a measure's own ``runs``, are left as they are."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    pd.DataFrame([{"scheme": "pkg", "workers": w, "seed": seed, "final_imbalance": w + extra}
+                  for w in (5, 10) for seed, extra in enumerate((0, 0, 9))]).to_csv(folder / "pkg_table2_wp.csv",
+                                                                                     index=False)
+    measures = recipe_dir(tmp_path, """
+        _runs: {agg: mean, setting: [scheme, workers, z]}
+        table2_average_imbalance.WP.PKG.W5:
+          measure: {table: pkg_table2_wp, rows: {scheme: pkg}, column: final_imbalance}
+          reason: "pooled over both settings in this test"
+        table2_average_imbalance.WP.PKG.W10:
+          measure: {table: pkg_table2_wp, rows: {scheme: pkg}, column: final_imbalance, agg: max,
+                    runs: {agg: median, setting: [workers]}}
+          reason: "pooled over both settings in this test"
+        """)
+    rows = fidelity.fidelity(folder, measures).set_index("entry")
+    assert rows.loc["table2_average_imbalance.WP.PKG.W5"].our_value == 10.5  # the means 8 and 13 (all rows: 10)
+    assert rows.loc["table2_average_imbalance.WP.PKG.W10"].our_value == 10  # the medians 5 and 10 (all rows: 19)
+
+
 def test_a_verdict_without_its_reason_says_so(tmp_path):
     rows = table(tmp_path, """
         table2_average_imbalance.WP.PKG.W50:
