@@ -181,6 +181,8 @@ class Results:
             raise Missing(f"no row of {file} has {spec.get('rows', {})}")
         if "runs" in spec and "seed" in table:
             setting = [c for c in spec["runs"]["setting"] if c in table]
+            if spec.get("over") in table and spec["over"] not in setting:  # a series keeps its x
+                setting.append(spec["over"])
             table = table.groupby(setting, dropna=False)[spec["column"]].agg(spec["runs"]["agg"]).reset_index()
         return table, file
 

@@ -135,7 +135,7 @@ hashing_worst:
 
 def test_a_paper_that_averages_its_runs_is_compared_on_each_settings_mean(tmp_path):
     """``_runs`` (Gedik: "averages of 5 runs"): the seeds of a setting become their mean, then ``agg`` spans
-    the settings; a table without seeds, and a measure's own ``runs``, are left as they are."""
+    the settings; a measure's own ``runs`` wins."""
     folder = tmp_path / "results"
     folder.mkdir()
     pd.DataFrame([{"scheme": "pkg", "workers": w, "seed": seed, "final_imbalance": w + extra}
