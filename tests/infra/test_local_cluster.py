@@ -28,23 +28,33 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_slot(*octets):
-    """The first subnet 10.77.N / prefix sbtN of these that nobody holds: a killed earlier run leaves its
-    namespaces behind, and a concurrent run owns its own; either would make cluster-up refuse ours."""
+    """The first subnet 10.77.N / prefix stN of these that nobody holds: a killed earlier run leaves its
+    namespaces behind, and a concurrent run owns its own; either would make cluster-up refuse ours.
+    (A prefix has at most 4 characters, so that stN fits for every N up to 99.)"""
     try:
         held = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
         held += subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout.split()
     except FileNotFoundError:  # no iproute2: the loopback fallback, nothing to collide with
         held = []
     for n in octets:
-        net, prefix = f"10.77.{n}", f"sbt{n}"
+        net, prefix = f"10.77.{n}", f"st{n}"
         if not any(h.startswith((f"{prefix}-", f"{net}.")) for h in held):
             return net, prefix
-    return f"10.77.{octets[0]}", f"sbt{octets[0]}"  # all taken: cluster-up says which names to remove
+    return f"10.77.{octets[0]}", f"st{octets[0]}"  # all taken: cluster-up says which names to remove
 
 
 NET, PREFIX = free_slot(7, 17, 27, 37)
 WORKERS = 2
 ANSIBLE_ENV = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible" / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+
+
+def test_every_slot_a_test_may_take_is_a_prefix_cluster_up_accepts(monkeypatch):
+    """When earlier slots are held (a killed run's namespaces), the fallbacks must still be valid names."""
+    held = "sbt8-master st8-master st18-master st7-master st17-master st27-master"
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, held, ""))
+    for octets, expected in [((8, 18, 28, 38), ("10.77.28", "st28")), ((7, 17, 27, 37), ("10.77.37", "st37"))]:
+        net, prefix = free_slot(*octets)
+        assert (net, prefix) == expected and re.fullmatch(r"[a-z][a-z0-9]{0,3}", prefix)  # cluster.py's rule
 
 
 def make(target, directory, timeout=600, **variables):
