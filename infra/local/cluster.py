@@ -32,6 +32,7 @@ from pathlib import Path
 import psutil
 import yaml
 
+PREFIX_RULE = re.compile(r"[a-z][a-z0-9]{0,3}")  # names derive from it: interface names are short
 ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE = ROOT / "ansible"
 NODE_VENV = ROOT / ".venv-cluster"  # every local node's Python: the project, PySpark, psutil (pinned by Ansible)
@@ -362,7 +363,7 @@ def load_state(directory):
 def up(args):
     directory = str(Path(args.dir).resolve())
     previous = load_state(directory)
-    if not re.fullmatch(r"[a-z][a-z0-9]{0,3}", args.prefix):
+    if not PREFIX_RULE.fullmatch(args.prefix):
         raise ClusterError(f"--prefix must be 1-4 lowercase letters/digits (interface names are short), "
                            f"got {args.prefix!r}")
     mode = previous["mode"] if previous and args.mode == "auto" else choose_mode(args.mode, args.prefix)
