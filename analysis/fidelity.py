@@ -3,8 +3,8 @@
 ``measures/<paper>.yaml`` holds one recipe per entry saying which result table, rows and column measure it
 (the format: ``measures/README.md``); :func:`fidelity` evaluates them against a results folder and gives each
 entry a verdict — ``agrees``, ``direction``, ``differs``, ``not measured`` or ``not measurable`` — with the
-reason for every verdict that is not ``agrees``.  ``python -m skewbench.analysis.fidelity DIR`` writes
-``DIR/fidelity.csv`` and prints the totals.
+rule that decided it (``RULES``) and the reason for every verdict that is not ``agrees``.
+``python -m skewbench.analysis.fidelity DIR`` writes ``DIR/fidelity.csv`` and prints the totals.
 """
 
 from __future__ import annotations
@@ -23,12 +23,25 @@ import yaml
 from skewbench.analysis.published import _Loader, entries
 
 MEASURES = Path(__file__).with_name("measures")
-COLUMNS = ("paper", "entry", "where", "paper_value", "our_value", "ratio", "verdict", "reason", "result_file", "text")
+COLUMNS = ("paper", "entry", "where", "paper_value", "our_value", "ratio", "verdict", "rule", "reason", "result_file",
+           "text")
 VERDICTS = ("agrees", "direction", "differs", "not measured", "not measurable")
 AGGREGATES = ("median", "mean", "min", "max", "sum", "count")
 COMPOSITES = {"ratio": lambda a, b: a / b, "gain_pct": lambda a, b: (a / b - 1) * 100,
               "drop_pct": lambda a, b: (1 - b / a) * 100, "difference": lambda a, b: a - b}
 WITHIN = 2.0  # a value agrees when ours is within 2x of the paper's (the issue's definition)
+# What decided a measured verdict (fidelity.csv's `rule`), so that an `agrees` at ratio 0.31 or 142 says why:
+# a `differs` names the rule it failed, a `direction` is always `neutral side`, the unmeasured have none.
+RULES = {
+    "ratio": f"ours within {WITHIN:g}× of the paper's value, either way",
+    "bound": f"the paper gives a bound (at least, at most, a range) and ours is on its side, within {WITHIN:g}×",
+    "absolute tolerance": "|ours − paper| within the recipe's abs_tol: the quantity's resolution, where a ratio "
+                          "cannot judge (a few messages of millions, a value printed as 0.0001 %)",
+    "claim": "a comparison the paper states (less, more, about equal, below a threshold), on every part it spans",
+    "trend": "a series that increases, decreases or stays flat as the paper's does",
+    "neutral side": f"beyond {WITHIN:g}× but on the paper's side of the recipe's \"no effect\" value (direction)",
+}
+AGREEING_RULES = tuple(rule for rule in RULES if rule != "neutral side")
 
 
 class RecipeError(ValueError):
@@ -227,27 +240,35 @@ def _walk(data, key: str, name: str) -> float:
 
 # --- verdicts -----------------------------------------------------------------------------------------
 
-def value_verdict(entry: dict, ours: float, recipe: dict) -> str:
-    """agrees within 2x (as the qualifier reads it) or within the recipe's ``abs_tol``; else direction when
-    ours is on the paper's side of the recipe's neutral value; else differs."""
-    paper, qualifier = entry["value"], entry["qualifier"]
-    if abs(ours - paper) <= recipe.get("abs_tol", 0):  # equal up to what the quantity can resolve
-        close = True
-    elif paper == 0:
-        close = False
-    elif qualifier == "at_least":
-        close = ours / paper >= 1 / WITHIN
-    elif qualifier == "at_most":
-        close = ours / paper <= WITHIN
-    elif qualifier == "range" and entry["value_max"] is not None:
-        close = paper / WITHIN <= ours <= entry["value_max"] * WITHIN
-    else:
-        close = 1 / WITHIN <= ours / paper <= WITHIN
+def value_verdict(entry: dict, ours: float, recipe: dict) -> tuple[str, str]:
+    """The verdict and the rule that decided it: agrees by the 2x test the qualifier calls for (ratio or bound),
+    else by the recipe's ``abs_tol`` (absolute tolerance); else direction when ours is on the paper's side of
+    the recipe's neutral value (neutral side); else differs by the 2x test."""
+    paper = entry["value"]
+    rule, close = _within_twice(entry, ours)
     if close:
-        return "agrees"
+        return "agrees", rule
+    if abs(ours - paper) <= recipe.get("abs_tol", 0):  # equal up to what the quantity can resolve
+        return "agrees", "absolute tolerance"
     neutral = recipe.get("neutral")
-    same_side = neutral is not None and (ours - neutral) * (paper - neutral) > 0
-    return "direction" if same_side else "differs"
+    if neutral is not None and (ours - neutral) * (paper - neutral) > 0:
+        return "direction", "neutral side"
+    return "differs", rule
+
+
+def _within_twice(entry: dict, ours: float) -> tuple[str, bool]:
+    """The 2x test the qualifier calls for and whether ours passes it: ``bound`` on the bound's side (at_least:
+    not below half; at_most: not above twice; range: within [value / 2, value_max · 2]), else ``ratio`` within
+    2x either way.  A paper's 0 has no ratio: only an absolute tolerance can match it."""
+    paper, qualifier = entry["value"], entry["qualifier"]
+    ratio = ours / paper if paper else math.nan  # NaN fails every comparison below
+    if qualifier == "at_least":
+        return "bound", ratio >= 1 / WITHIN
+    if qualifier == "at_most":
+        return "bound", ratio <= WITHIN
+    if qualifier == "range" and entry["value_max"] is not None:
+        return "bound", paper != 0 and paper / WITHIN <= ours <= entry["value_max"] * WITHIN
+    return "ratio", 1 / WITHIN <= ratio <= WITHIN
 
 
 def claim_holds(direction: str, subject: float, than, tolerance: float) -> bool:
@@ -283,7 +304,7 @@ def evaluate(entry: dict, recipe: dict | None, results: Results) -> dict:
     """One row of the table."""
     row = {"paper": entry["paper"], "entry": entry["id"], "where": entry["where"],
            "paper_value": entry["value"] if entry["value"] is not None else _number(entry["than"]),
-           "our_value": None, "ratio": None, "verdict": "not measured", "reason": "", "result_file": "",
+           "our_value": None, "ratio": None, "verdict": "not measured", "rule": "", "reason": "", "result_file": "",
            "text": entry["text"]}
     if not entry["measurable"]:
         return {**row, "verdict": "not measurable", "reason": entry["why"] or "a setup value, not a result"}
@@ -292,33 +313,34 @@ def evaluate(entry: dict, recipe: dict | None, results: Results) -> dict:
     if "not_measured" in recipe:
         return {**row, "reason": recipe["not_measured"]}
     try:
-        ours, verdict, files = _measured(entry, recipe, results)
+        ours, verdict, rule, files = _measured(entry, recipe, results)
     except Missing as exc:
         return {**row, "reason": f"not in these results: {exc}"}
     paper = row["paper_value"]
     ratio = ours / paper if isinstance(paper, (int, float)) and paper and not math.isnan(ours) else None
     reason = "" if verdict == "agrees" else recipe.get("reason", f"no reason recorded in "
                                                                f"analysis/measures/{entry['paper']}.yaml")
-    return {**row, "our_value": ours, "ratio": ratio, "verdict": verdict, "reason": reason,
+    return {**row, "our_value": ours, "ratio": ratio, "verdict": verdict, "rule": rule, "reason": reason,
             "result_file": ", ".join(sorted(files))}
 
 
-def _measured(entry: dict, recipe: dict, results: Results) -> tuple[float, str, set[str]]:
+def _measured(entry: dict, recipe: dict, results: Results) -> tuple[float, str, str, set[str]]:
+    """Our value, its verdict, the rule that decided it and the files it was read from."""
     direction, tolerance = entry["direction"], recipe.get("tolerance")
     if "all" in recipe and "measure" not in recipe:  # a claim over several points or quantities: every part
         parts = [_measured(entry, part, results) for part in recipe["all"]]
-        holds = all(verdict == "agrees" for _, verdict, _ in parts)
-        return parts[0][0], ("agrees" if holds else "differs"), set().union(*(files for _, _, files in parts))
+        holds = all(verdict == "agrees" for _, verdict, _, _ in parts)
+        return parts[0][0], *_judged(holds, "claim"), set().union(*(files for *_, files in parts))
     if "measure" in recipe:
         ours, files = results.measure(recipe["measure"])
         if math.isnan(ours):
             raise Missing("the measure divides by zero")
-        return ours, value_verdict(entry, ours, recipe), files
+        return ours, *value_verdict(entry, ours, recipe), files
     if "series" in recipe:
         points, files = results.series(recipe["series"])
         holds = trend_holds(direction, points, 0.1 if tolerance is None else tolerance)
         first = float(points.iloc[0])
-        return (float(points.iloc[-1]) / first if first else math.inf), ("agrees" if holds else "differs"), files
+        return (float(points.iloc[-1]) / first if first else math.inf), *_judged(holds, "trend"), files
     subject, files = results.measure(recipe["subject"])
     if direction == "low":
         than = recipe["below"]
@@ -329,7 +351,12 @@ def _measured(entry: dict, recipe: dict, results: Results) -> tuple[float, str, 
         than, more = results.measure(recipe["than"])
         files |= more
     holds = claim_holds(direction, subject, than, 0.1 if tolerance is None else tolerance)
-    return subject, ("agrees" if holds else "differs"), files
+    return subject, *_judged(holds, "claim"), files
+
+
+def _judged(holds: bool, rule: str) -> tuple[str, str]:
+    """A claim's or a trend's verdict: it agrees when it holds, else differs; ``rule`` decides either way."""
+    return ("agrees" if holds else "differs"), rule
 
 
 def _number(value):
@@ -346,10 +373,16 @@ def fidelity(folder: Path, measures: Path = MEASURES) -> pd.DataFrame:
 
 
 def totals(table: pd.DataFrame) -> pd.DataFrame:
-    """Per paper and overall: entries, measurable, measured and each verdict's count."""
+    """Per paper and overall: entries, measurable, measured and each verdict's count, ``agrees`` split by the
+    rule that decided it (``agrees: ratio``, …) right after it."""
     counts = pd.crosstab(table["paper"], table["verdict"]).reindex(columns=list(VERDICTS), fill_value=0)
+    agreeing = table[table["verdict"] == "agrees"]
+    by_rule = pd.crosstab(agreeing["paper"], agreeing["rule"]).reindex(
+        index=counts.index, columns=list(AGREEING_RULES), fill_value=0)
+    for at, rule in enumerate(AGREEING_RULES, start=list(VERDICTS).index("agrees") + 1):
+        counts.insert(at, f"agrees: {rule}", by_rule[rule])
     counts.loc["all"] = counts.sum()
-    counts.insert(0, "entries", counts.sum(axis=1))
+    counts.insert(0, "entries", counts[list(VERDICTS)].sum(axis=1))
     counts.insert(1, "measurable", counts["entries"] - counts["not measurable"])
     counts.insert(2, "measured", counts[["agrees", "direction", "differs"]].sum(axis=1))
     return counts

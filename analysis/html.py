@@ -26,7 +26,7 @@ import markdown
 import pandas as pd
 from markupsafe import Markup
 
-from skewbench.analysis.fidelity import VERDICTS, WITHIN, totals
+from skewbench.analysis.fidelity import COLUMNS, RULES, VERDICTS, totals
 
 TEMPLATES = Path(__file__).with_name("templates")
 SPREAD_LIMIT = 0.10  # repeats whose main metric spreads more than this ((max − min) / median) are flagged
@@ -86,20 +86,28 @@ def fmt(value) -> str:
 # --- the fidelity table ------------------------------------------------------------------------------
 
 def fidelity(folder: Path) -> dict | None:
-    """Rows and per-paper totals of ``fidelity.csv``; None when the folder has none."""
+    """Rows, per-paper totals and the rules of ``fidelity.csv``; None when the folder has none."""
     path = folder / "fidelity.csv"
     if not path.exists():
         return None
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    # an older fidelity.csv lacks the newer columns (text, rule): they read as blanks
+    table = pd.read_csv(path, dtype=str, keep_default_na=False).reindex(columns=list(COLUMNS), fill_value="")
     rows = [{"paper": r.paper, "entry": r.entry, "where": r.where, "paper_value": fmt(r.paper_value),
-             "our_value": fmt(r.our_value), "ratio": fmt(r.ratio), "verdict": r.verdict,
-             "slug": slug(r.verdict), "reason": r.reason, "files": _files(folder, r.result_file),
-             "text": getattr(r, "text", "")}
+             "our_value": fmt(r.our_value), "ratio": fmt(r.ratio), "verdict": r.verdict, "rule": r.rule,
+             "slug": slug(r.verdict), "reason": r.reason, "files": _files(folder, r.result_file), "text": r.text}
             for r in table.itertuples()]
     rows.sort(key=lambda row: row["verdict"] == "not measurable")  # results first, setup values last (stable)
     counts = totals(table)
-    return {"rows": rows, "papers": sorted(table["paper"].unique()), "verdicts": VERDICTS, "within": WITHIN,
-            "totals_columns": list(counts.columns), "totals": [(p, list(map(int, v))) for p, v in counts.iterrows()]}
+    return {"rows": rows, "papers": sorted(table["paper"].unique()), "verdicts": VERDICTS, "rules": RULES,
+            "totals_columns": [(c, _picks(c)) for c in counts.columns],
+            "totals": [(p, list(map(int, v))) for p, v in counts.iterrows()]}
+
+
+def _picks(column: str) -> tuple[str, str] | None:
+    """The (verdict, rule) a totals column counts, for the filters its counts set: ``differs`` or
+    ``agrees: ratio``; None for the others (entries, measured, …)."""
+    verdict, _, rule = column.partition(": ")
+    return (verdict, rule) if verdict in VERDICTS else None
 
 
 def _files(folder: Path, names: str) -> list[tuple[str, bool]]:

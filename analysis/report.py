@@ -45,8 +45,9 @@ def fidelity_section(folder: Path) -> list[str]:
     study = " and of the simulations in `study/`" if (folder / "study").is_dir() else ""
     return ["## Fidelity: the papers' numbers beside ours",
             f"Every entry of `analysis/published.yaml` measured by its recipe (`analysis/measures/`) against the "
-            f"result files of this folder{study}: {summary(table)}. One row per entry, with the reason for every "
-            "verdict that is not `agrees`, in [fidelity.csv](fidelity.csv).", "",
+            f"result files of this folder{study}: {summary(table)}. `agrees` is split by the rule that decided it "
+            "(`agrees: ratio`, …; `analysis/measures/README.md` says what each means). One row per entry, with its "
+            "rule and the reason for every verdict that is not `agrees`, in [fidelity.csv](fidelity.csv).", "",
             markdown(totals(table).reset_index()), ""]
 
 

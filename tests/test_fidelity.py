@@ -1,4 +1,5 @@
-"""The fidelity table: recipes evaluated against a results folder, verdicts by the issue's rules."""
+"""The fidelity table: recipes evaluated against a results folder, verdicts by the issue's rules, each naming
+the rule that decided it."""
 import json
 import re
 import textwrap
@@ -35,23 +36,32 @@ def table(tmp_path, text):
     return fidelity.fidelity(results(tmp_path), recipe_dir(tmp_path, text)).set_index("entry")
 
 
-@pytest.mark.parametrize("ours, qualifier, neutral, verdict", [
-    (150, "exact", None, "agrees"), (50, "exact", None, "agrees"), (49, "exact", None, "differs"),
-    (201, "exact", 0, "direction"), (-5, "exact", 0, "differs"), (1e6, "at_least", None, "agrees"),
-    (40, "at_least", None, "differs"), (1, "at_most", None, "agrees"), (250, "at_most", 0, "direction")])
-def test_a_value_agrees_within_twice_else_direction_by_its_neutral(ours, qualifier, neutral, verdict):
+@pytest.mark.parametrize("ours, qualifier, neutral, verdict, rule", [
+    (150, "exact", None, "agrees", "ratio"), (50, "exact", None, "agrees", "ratio"),
+    (49, "exact", None, "differs", "ratio"), (201, "exact", 0, "direction", "neutral side"),
+    (-5, "exact", 0, "differs", "ratio"), (1e6, "at_least", None, "agrees", "bound"),
+    (40, "at_least", None, "differs", "bound"), (1, "at_most", None, "agrees", "bound"),
+    (250, "at_most", 0, "direction", "neutral side")])
+def test_a_value_agrees_within_twice_else_direction_by_its_neutral_naming_the_rule(ours, qualifier, neutral,
+                                                                                   verdict, rule):
     recipe = {} if neutral is None else {"neutral": neutral}
-    assert value_verdict({**ENTRY, "qualifier": qualifier}, ours, recipe) == verdict
+    assert value_verdict({**ENTRY, "qualifier": qualifier}, ours, recipe) == (verdict, rule)
 
 
 def test_a_range_and_a_zero_are_read_as_printed():
-    assert value_verdict({"value": 30, "value_max": 39, "qualifier": "range"}, 70, {}) == "agrees"
-    assert value_verdict({"value": 30, "value_max": 39, "qualifier": "range"}, 80, {}) == "differs"
-    assert value_verdict({"value": 0, "value_max": None, "qualifier": "exact"}, 0.5, {"abs_tol": 1}) == "agrees"
-    assert value_verdict({"value": 0, "value_max": None, "qualifier": "exact"}, 0.5, {}) == "differs"
+    assert value_verdict({"value": 30, "value_max": 39, "qualifier": "range"}, 70, {}) == ("agrees", "bound")
+    assert value_verdict({"value": 30, "value_max": 39, "qualifier": "range"}, 80, {}) == ("differs", "bound")
+    zero = {"value": 0, "value_max": None, "qualifier": "exact"}
+    assert value_verdict(zero, 0.5, {"abs_tol": 1}) == ("agrees", "absolute tolerance")
+    assert value_verdict(zero, 0.5, {}) == ("differs", "ratio")
+
+
+def test_an_absolute_tolerance_decides_only_where_the_ratio_fails():
     few = {"value": 2.9, "value_max": None, "qualifier": "exact"}  # a count of a few messages: 0.9 is as good
-    assert value_verdict(few, 0.9, {"abs_tol": 22}) == "agrees" and value_verdict(few, 0.9, {}) == "differs"
-    assert value_verdict(few, 30, {"abs_tol": 22}) == "differs"
+    assert value_verdict(few, 0.9, {"abs_tol": 22}) == ("agrees", "absolute tolerance")  # ratio 0.31
+    assert value_verdict(few, 0.9, {}) == ("differs", "ratio")
+    assert value_verdict(few, 2.0, {"abs_tol": 22}) == ("agrees", "ratio")  # within 2x: the ratio decides
+    assert value_verdict(few, 30, {"abs_tol": 22}) == ("differs", "ratio")
 
 
 def test_claims_hold_as_their_direction_says():
@@ -97,7 +107,7 @@ def test_a_results_folder_is_measured_by_the_recipes(tmp_path):
           not_measured: "needs the LiveJournal graph, which is not downloadable here"
         """)
     w50 = rows.loc["table2_average_imbalance.WP.PKG.W50"]
-    assert (w50.our_value, w50.ratio, w50.verdict) == (501, 501 / 590000, "differs")
+    assert (w50.our_value, w50.ratio, w50.verdict, w50.rule) == (501, 501 / 590000, "differs", "ratio")
     assert w50.reason.startswith("our stand-in") and w50.result_file == "study/pkg_table2_wp.csv"
     assert rows.loc["table2_average_imbalance.WP.PKG.W5"].our_value == 52  # max over seeds: 50 + 2
     assert rows.loc["claims.transition"].verdict == "agrees" and rows.loc["claims.transition"].our_value == 501 / 51
@@ -105,6 +115,7 @@ def test_a_results_folder_is_measured_by_the_recipes(tmp_path):
     assert rows.loc["hashing_worst"].verdict == "agrees" and rows.loc["hashing_worst"].reason == ""
     probing = rows.loc["claims.probing"]
     assert probing.verdict == "not measured" and "nothing_here.csv is not in this folder nor in a results folder" in probing.reason
+    assert probing.rule == "" and rows.loc["datasets.WP.messages"].rule == ""
     assert rows.loc["claims.source_skew"].reason == "needs the LiveJournal graph, which is not downloadable here"
     assert rows.loc["datasets.WP.messages"].verdict == "not measurable"
     assert rows.loc["claims.jaccard"].reason.startswith("no recipe")
@@ -131,6 +142,63 @@ hashing_worst:
 """)
     assert rows.loc["claims.bound"].verdict == "differs" and rows.loc["claims.bound"].our_value == 5001
     assert rows.loc["hashing_worst"].verdict == "agrees"
+    assert rows.loc["claims.bound"].rule == rows.loc["hashing_worst"].rule == "claim"  # every part: one claim
+
+
+def test_each_rule_decides_its_rows_and_the_totals_split_agrees_by_rule(tmp_path):
+    rows = table(tmp_path, """
+        table2_average_imbalance.WP.PKG.W5:    # the paper's 0.8
+          measure: {number: 1.2}
+        table2_average_imbalance.WP.PKG.W10:   # the paper's 2.9, a few messages of millions: 0.9 is as good
+          measure: {number: 0.9}
+          abs_tol: 22
+        uniform_keys_imbalance_fraction:       # at least 0.156
+          measure: {number: 0.405}
+        table2_average_imbalance.WP.PKG.W100:  # the paper's 8.0e5
+          measure: {number: 1000}
+          neutral: 0
+          reason: "a direction explained in a test"
+        table2_average_imbalance.WP.PKG.W50:   # the paper's 5.9e5
+          measure: {number: -1}
+          neutral: 0
+          reason: "a difference explained in a test"
+        claims.transition:
+          series: {table: pkg_table2_wp, rows: {scheme: pkg}, column: final_imbalance, over: workers}
+        local_robust_to_sources:               # flat, but the fixture's pkg grows with W
+          series: {table: pkg_table2_wp, rows: {scheme: pkg}, column: final_imbalance, over: workers}
+          reason: "a difference explained in a test"
+        hashing_worst:
+          subject: {table: pkg_table2_wp, rows: {scheme: kg}, column: final_imbalance}
+          than: [{table: pkg_table2_wp, rows: {scheme: pkg}, column: final_imbalance}]
+        claims.local_vs_global:
+          subject: {number: 100}
+          than: {number: 10}
+          reason: "a difference explained in a test"
+        claims.source_skew:
+          not_measured: "needs the LiveJournal graph, which is not downloadable here"
+        """)
+    measured = rows[(rows.paper == "pkg") & rows.verdict.isin(["agrees", "direction", "differs"])]
+    decided = dict(zip(measured.index, zip(measured.verdict, measured.rule)))
+    assert decided == {
+        "table2_average_imbalance.WP.PKG.W5": ("agrees", "ratio"),
+        "table2_average_imbalance.WP.PKG.W10": ("agrees", "absolute tolerance"),
+        "uniform_keys_imbalance_fraction": ("agrees", "bound"),
+        "table2_average_imbalance.WP.PKG.W100": ("direction", "neutral side"),
+        "table2_average_imbalance.WP.PKG.W50": ("differs", "ratio"),
+        "claims.transition": ("agrees", "trend"),
+        "local_robust_to_sources": ("differs", "trend"),
+        "hashing_worst": ("agrees", "claim"),
+        "claims.local_vs_global": ("differs", "claim")}
+    assert rows.loc["claims.source_skew"].rule == ""
+    counts = fidelity.totals(rows.reset_index())
+    split = ["agrees: ratio", "agrees: bound", "agrees: absolute tolerance", "agrees: claim", "agrees: trend"]
+    assert list(counts.columns) == ["entries", "measurable", "measured", "agrees", *split, "direction", "differs",
+                                    "not measured", "not measurable"]
+    pkg, every = counts.loc["pkg"], counts.loc["all"]
+    assert pkg[split].tolist() == [1, 1, 1, 1, 1] and pkg["agrees"] == 5 == pkg[split].sum()
+    assert (pkg["direction"], pkg["differs"], pkg["measured"]) == (1, 3, 9)
+    assert (counts["agrees"] == counts[split].sum(axis=1)).all() and every["entries"] == len(entries())
+    assert fidelity.summary(rows.reset_index()).startswith("9 of ")
 
 
 def test_a_paper_that_averages_its_runs_is_compared_on_each_settings_mean(tmp_path):

@@ -9,38 +9,43 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pandas as pd
 import pytest
+from markupsafe import escape
 
 from skewbench.analysis import html
 
 REPO = Path(__file__).resolve().parents[1]
-KEPT = REPO / "reports" / "bench-20261125c"  # a bench with three seeds per point: repeats to compare
+KEPT = REPO / "reports" / "bench-20261126"  # a bench with three seeds per point: repeats to compare
 SCREENSHOT = Path("/tmp/skewbench-report.png")
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 FIDELITY = [  # a realistic analysis/fidelity.py output, one row per verdict and then some
-    ("dkg", "table3_twitter_election.PKG.stddev", "Table 3", 12.4, 12.1, 0.976, "agrees", "", "study/{study}.csv"),
-    ("pkg", "storm_throughput_gain_pct", "Sec. VI Q4, Fig. 5a", 60, 48.5, 0.81, "agrees", "", "storm.csv"),
-    ("pkg", "storm_kg_drop_pct", "Sec. VI Q4", 60, 86.8, 1.45, "direction",
+    ("dkg", "table3_twitter_election.PKG.stddev", "Table 3", 12.4, 12.1, 0.976, "agrees", "ratio", "",
+     "study/{study}.csv"),
+    ("pkg", "storm_throughput_gain_pct", "Sec. VI Q4, Fig. 5a", 60, 48.5, 0.81, "agrees", "ratio", "", "storm.csv"),
+    ("pkg", "uniform_keys_imbalance_fraction", "Sec. V Q1", 0.156, 0.405, 2.6, "agrees", "bound", "",
+     "study/{study}.csv"),
+    ("pkg", "storm_kg_drop_pct", "Sec. VI Q4", 60, 86.8, 1.45, "direction", "neutral side",
      "the pipeline bounds the input only through the workers, not a spout", "storm.csv"),
-    ("dkg", "table3_twitter_election.SG.dist_cost", "Table 3", 2.45, 10, 4.08, "differs",
+    ("dkg", "table3_twitter_election.SG.dist_cost", "Table 3", 2.45, 10, 4.08, "differs", "ratio",
      "the stand-in has 204 frequent keys where the paper's trace has millions of rare ones", "dkg.csv"),
-    ("gedik", "fig9_migration_cost", "Sec. 6, Fig. 9", None, None, None, "not measured",
+    ("gedik", "fig9_migration_cost", "Sec. 6, Fig. 9", None, None, None, "not measured", "",
      "no recipe in analysis/measures/gedik.yaml yet", ""),
-    ("fang", "datasets.Stock.keys", "Sec. 6.1", 1036, None, None, "not measurable",
+    ("fang", "datasets.Stock.keys", "Sec. 6.1", 1036, None, None, "not measurable", "",
      "dataset description: an input (our stand-ins are built to match it), not a result", ""),
 ]
 
 
 def fidelity_csv(folder: Path, study: str) -> None:
     rows = [(*row[:-1], row[-1].format(study=study)) for row in FIDELITY]
-    pd.DataFrame(rows, columns=["paper", "entry", "where", "paper_value", "our_value", "ratio", "verdict",
-                                    "reason", "result_file"]).to_csv(folder / "fidelity.csv", index=False)
+    pd.DataFrame(rows, columns=["paper", "entry", "where", "paper_value", "our_value", "ratio", "verdict", "rule",
+                                "reason", "result_file"]).to_csv(folder / "fidelity.csv", index=False)
 
 
 def build(folder: Path) -> Path:
@@ -146,7 +151,7 @@ def test_filters_show_only_the_chosen_rows(page):
     assert len(driver.execute_script(visible)) == len(FIDELITY)
     Select(driver.find_element("id", "filter-verdict")).select_by_value("agrees")
     rows = driver.execute_script(visible)
-    assert len(rows) == 2 and {v for _, v in rows} == {"agrees"}
+    assert len(rows) == 3 and {v for _, v in rows} == {"agrees"}
     Select(driver.find_element("id", "filter-paper")).select_by_value("gedik")
     assert driver.execute_script(visible) == []
     Select(driver.find_element("id", "filter-verdict")).select_by_value("")
@@ -154,7 +159,13 @@ def test_filters_show_only_the_chosen_rows(page):
     assert driver.find_element("id", "filter-count").text == f"1 of {len(FIDELITY)} entries"
     driver.find_element("css selector", "tr.all button[data-verdict='differs']").click()  # a total picks its rows
     assert driver.execute_script(visible) == [["dkg", "differs"]]
+    driver.find_element("css selector", "tr.all button[data-rule='bound']").click()  # a split total: its rule's rows
+    assert driver.execute_script(visible) == [["pkg", "agrees"]]
+    assert Select(driver.find_element("id", "filter-rule")).first_selected_option.text == "bound"
     Select(driver.find_element("id", "filter-verdict")).select_by_value("")
+    Select(driver.find_element("id", "filter-rule")).select_by_value("ratio")
+    assert sorted(driver.execute_script(visible)) == [["dkg", "agrees"], ["dkg", "differs"], ["pkg", "agrees"]]
+    Select(driver.find_element("id", "filter-rule")).select_by_value("")
 
 
 @pytest.mark.slow
@@ -175,6 +186,21 @@ def test_repeats_flag_spreads_over_ten_percent():
     [flag] = found["flagged"]  # listed once though both tables hold it
     assert flag["config"] == "scheme=pkg" and flag["tables"] == ["storm.csv", "results.csv"]
     assert flag["spread_pct"] == "40" and flag["median"] == "100"
+
+
+def test_the_legend_explains_every_rule_and_each_row_shows_its_own(tmp_path):
+    from skewbench.analysis.fidelity import RULES
+
+    fidelity_csv(tmp_path, "study")
+    page = html.write_html(tmp_path).read_text()
+    legend = page[page.index('<dl class="rules">'):page.index("</dl>")]
+    for rule, meaning in RULES.items():
+        assert f'<dt class="rule">{rule}</dt><dd>{escape(meaning)}</dd>' in legend
+    assert len(RULES) == 6 and "within 2×" in RULES["ratio"]
+    rows = re.findall(r'<tr class="v-[^"]+" data-paper="[^"]*" data-verdict="([^"]*)" data-rule="([^"]*)">', page)
+    assert rows == [(row[6], row[7]) for row in FIDELITY]  # the filters' data
+    assert re.findall(r'<td class="rule">([^<]*)</td>', page) == [row[7] for row in FIDELITY]  # what a reader sees
+    assert '<th class="split">agrees: bound</th>' in page and 'data-verdict="agrees" data-rule="bound">1<' in page
 
 
 def test_a_folder_without_fidelity_says_how_to_make_it(tmp_path):

@@ -55,12 +55,12 @@ _SIGN = {"at_least": "≥ ", "at_most": "≤ ", "up_to": "up to ", "about": "≈
 
 
 def beside(folder: Path, paper: str) -> pd.DataFrame:
-    """The paper's entries with our value and verdict (``analysis/measures/<paper>.yaml`` evaluated on
-    ``folder``), indexed by entry id."""
+    """The paper's entries with our value, verdict and the rule that decided it
+    (``analysis/measures/<paper>.yaml`` evaluated on ``folder``), indexed by entry id."""
     ours = fidelity(folder).query("paper == @paper").set_index("entry")
     theirs = pd.DataFrame([e for e in entries() if e["paper"] == paper]).set_index("id")
     return theirs[["kind", "value", "value_max", "qualifier", "unit", "direction"]].join(
-        ours[["our_value", "verdict"]])
+        ours[["our_value", "verdict", "rule"]])
 
 
 def published_table(rows: pd.DataFrame, paper: str) -> list[str]:
@@ -69,7 +69,8 @@ def published_table(rows: pd.DataFrame, paper: str) -> list[str]:
     if rows.empty:
         return []
     table = pd.DataFrame({"published entry": rows.index, "paper": [_paper_cell(r) for r in rows.itertuples()],
-                          "ours": [number(v) for v in rows.our_value], "verdict": rows.verdict.values})
+                          "ours": [number(v) for v in rows.our_value], "verdict": rows.verdict.values,
+                          "rule": rows.rule.values})
     return [f"The paper beside ours (our value of a claim is its subject, or a trend's last / first point; "
             f"`analysis/measures/{paper}.yaml` says what each reads, `fidelity.csv` why a verdict is not "
             "`agrees`):", "", markdown(table), ""]
