@@ -18,11 +18,13 @@ STUDIES       ?= engine matrix storm offered aggregation efficiency dkg fang nai
 
 setup: $(STAMP)
 
+# pip -qq: errors only (this machine's pip configuration may warn about every package it looks up).
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $@
+	@echo "setup: skewbench and its libraries (numpy, numba, pandas, pyarrow, seaborn, pytest, ...) into $(VENV), once"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -qq --upgrade pip
+	@$(PY) -m pip install -qq -e '.[test]'
+	@touch $@
 
 # The HTML report's browser test renders the page in Debian's Chromium through its chromedriver.
 BROWSER_PKGS := chromium chromium-driver fonts-dejavu-core
@@ -30,7 +32,7 @@ BROWSER_PKGS := chromium chromium-driver fonts-dejavu-core
 browser:  ## Debian's chromium + chromedriver for tests/test_html_report.py (apt-get as root; a no-op when present)
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
-	    echo "installing $(BROWSER_PKGS) with apt-get (for tests/test_html_report.py)"; \
+	    echo "setup: Debian's Chromium and ChromeDriver with apt-get (the HTML report's browser test), once"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	        $(BROWSER_PKGS) >/dev/null; \
 	else \

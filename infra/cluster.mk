@@ -17,20 +17,33 @@ CLUSTER_MODE   ?= auto
 CLUSTER_TIMEOUT ?= 180
 INFRA_VENV     := .venv-infra
 INFRA_STAMP    := $(INFRA_VENV)/.installed-$(shell cksum < infra/requirements.txt | cut -d' ' -f1)
+LINT_VENV      := .venv-infra-lint
+LINT_STAMP     := $(LINT_VENV)/.installed-$(shell cksum < infra/requirements-lint.txt | cut -d' ' -f1)
 CLUSTER        := $(INFRA_VENV)/bin/python infra/local/cluster.py --dir $(CLUSTER_DIR)
 PLAYBOOK       := ANSIBLE_CONFIG=ansible/ansible.cfg $(INFRA_VENV)/bin/ansible-playbook
 TF             := terraform -chdir=infra/$(CLOUD)
 CLOUD_INV      := infra/$(CLOUD)/inventory.yml
 
-.PHONY: infra-setup cluster-up cluster-status cluster-down cluster-collect cluster-smoke cluster-test
+.PHONY: infra-setup infra-lint-setup cluster-up cluster-status cluster-down cluster-collect cluster-smoke cluster-test
 
-infra-setup: $(INFRA_STAMP)  ## Ansible, ansible-lint, checkov, python-hcl2 in their own venv
+infra-setup: $(INFRA_STAMP)  ## Ansible and psutil in their own venv: what brings up the cluster
 
+infra-lint-setup: $(LINT_STAMP)  ## ansible-lint, checkov, python-hcl2 in their own venv: the static checks
+
+# pip -qq: errors only (this machine's pip configuration may warn about every package it looks up).
 $(INFRA_STAMP): infra/requirements.txt
-	python3 -m venv --clear $(INFRA_VENV)
-	$(INFRA_VENV)/bin/pip install --quiet -r infra/requirements.txt
-	echo '*' > $(INFRA_VENV)/.gitignore
-	touch $@
+	@echo "setup: Ansible and psutil into $(INFRA_VENV) (they bring up and watch the cluster), once"
+	@python3 -m venv --clear $(INFRA_VENV)
+	@$(INFRA_VENV)/bin/pip install -qq -r infra/requirements.txt
+	@echo '*' > $(INFRA_VENV)/.gitignore
+	@touch $@
+
+$(LINT_STAMP): infra/requirements-lint.txt
+	@echo "setup: ansible-lint, checkov and python-hcl2 into $(LINT_VENV) (the infrastructure's static checks), once"
+	@python3 -m venv --clear $(LINT_VENV)
+	@$(LINT_VENV)/bin/pip install -qq -r infra/requirements-lint.txt
+	@echo '*' > $(LINT_VENV)/.gitignore
+	@touch $@
 
 ifeq ($(CLOUD),local)
 cluster-up: infra-setup  ## start (or repair) the cluster; a no-op when it is healthy
@@ -74,6 +87,6 @@ endif
 cluster-smoke: infra-setup  ## a PySpark job from the load generator; prints which nodes ran its tasks
 	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf .venv-cluster/bin/python infra/smoke_job.py
 
-cluster-test: infra-setup  ## static infra checks + the local cluster's end-to-end tests (also part of make test)
+cluster-test: infra-setup infra-lint-setup  ## static infra checks + the local cluster's end-to-end tests (also part of make test)
 	$(MAKE) --no-print-directory setup
 	.venv/bin/python -m pytest -q tests/infra

@@ -2,7 +2,8 @@
 validate when terraform is installed), Ansible (ansible-lint, every template renders for the local
 and the cloud inventory) and the metrics agent's process classification.
 
-The infra tools live in .venv-infra (conftest.py builds it); python-hcl2 is imported from it.
+The static checks' tools (and an Ansible of their own) live in .venv-infra-lint, which conftest.py
+builds; python-hcl2 is imported from it.
 """
 import importlib.util
 import json
@@ -19,14 +20,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 AWS = ROOT / "infra" / "aws"
 HERE = Path(__file__).parent
-INFRA_BIN = ROOT / ".venv-infra" / "bin"
+LINT_BIN = ROOT / ".venv-infra-lint" / "bin"
 VARIABLE = re.compile(r"\bvar\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def tool(name):
-    path = INFRA_BIN / name
+    path = LINT_BIN / name
     if not path.exists():
-        pytest.fail(f"{path} is missing: run `make infra-setup` (installs infra/requirements.txt)")
+        pytest.fail(f"{path} is missing: run `make infra-setup infra-lint-setup` (infra/requirements*.txt)")
     return str(path)
 
 
@@ -202,7 +203,7 @@ def test_every_template_renders(tmp_path, make_inventory):
     out_dir = tmp_path / "rendered"
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible" / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     run = subprocess.run([tool("ansible-playbook"), "-i", str(inventory), str(HERE / "render.yml"),
-                          "-e", f"render_dir={out_dir}", "-e", f"ansible_python_interpreter={INFRA_BIN / 'python'}"],
+                          "-e", f"render_dir={out_dir}", "-e", f"ansible_python_interpreter={LINT_BIN / 'python'}"],
                          env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:]
     hosts = yaml.safe_load(inventory.read_text())["all"]["children"]
