@@ -27,6 +27,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from skewbench.analysis.fidelity import COLUMNS, RULES, VERDICTS, totals
+from skewbench.analysis.sections.common import SMOKE_RUN, smoke_run
 
 TEMPLATES = Path(__file__).with_name("templates")
 SPREAD_LIMIT = 0.10  # repeats whose main metric spreads more than this ((max − min) / median) are flagged
@@ -58,8 +59,10 @@ def write_html(folder: Path) -> Path:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     tables = result_tables(folder)
     metas = meta_files(folder)
+    smoke = SMOKE_RUN if smoke_run(folder) else None
     page = env.get_template("report.html.j2").render(
-        title=f"skewbench report — {folder.name}", fidelity=fidelity(folder), studies=study_sections(folder),
+        title=f"skewbench report — {folder.name}", smoke=smoke, fidelity=None if smoke else fidelity(folder),
+        studies=study_sections(folder),
         reports=[str(p.relative_to(folder)) for p in (folder / "report.md", folder / "study/report.md") if p.exists()],
         repeats=repeats(tables), methodology=methodology(folder, tables), environment=environment(metas),
         caveats=caveats(tables, metas))

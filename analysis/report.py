@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from skewbench.analysis.sections import adaptive, bench, dkg, engine, fang, gedik, pkg, storm  # noqa: E402
-from skewbench.analysis.sections.common import markdown  # noqa: E402
+from skewbench.analysis.sections.common import SMOKE_RUN, markdown, smoke_run  # noqa: E402
 
 
 def provenance(folder: Path) -> list[str]:
@@ -55,6 +55,8 @@ SECTIONS = (fidelity_section, bench.bench_results, pkg.table2, pkg.fig2, pkg.fig
             gedik.sections, fang.sections, adaptive.adaptive, adaptive.scale_out, storm.storm, storm.offered,
             storm.aggregation, engine.efficiency, bench.dkg_spark, bench.fang_spark, bench.naivebayes_spark,
             bench.sustainable_spark, provenance)
+# A smoke run's report (sections.common.SMOKE_RUN) lists its runs and draws no conclusions from them.
+SMOKE_SECTIONS = (bench.smoke_runs, provenance)
 
 
 def write_report(folder: Path) -> Path:
@@ -66,8 +68,9 @@ def write_report(folder: Path) -> Path:
 
     check_format(folder)
     sns.set_theme(style="whitegrid", context="paper")
-    lines = [f"# skewbench report — {folder.name}", ""]
-    for section in SECTIONS:
+    smoke = smoke_run(folder)
+    lines = [f"# skewbench report — {folder.name}", ""] + ([f"> **{SMOKE_RUN}**", ""] if smoke else [])
+    for section in SMOKE_SECTIONS if smoke else SECTIONS:
         lines += section(folder)
     path = folder / "report.md"
     path.write_text("\n".join(lines) + "\n")

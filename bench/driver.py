@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench import sustainable
+from skewbench.bench.calibration import Calibration
+from skewbench.bench.interrupts import deferred
 from skewbench.bench.prediction import EngineModel, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.provenance import FORMAT_VERSION
@@ -55,13 +57,14 @@ class BenchError(ValueError):
 
 
 def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "default", order_seed: int = 0,
-          log=sys.stderr) -> pd.DataFrame:
+          engine_model: Path | None = None, log=sys.stderr) -> pd.DataFrame:
     """Run the studies into ``out`` (see the module docstring); returns the results table."""
     from skewbench.bench.spark.run import session
 
     studies = load_all(paths)
+    given = given_model(engine_model, studies)
     url, slots = _cluster()
-    _claim(out, studies, profile, order_seed, resume)
+    _claim(out, studies, profile, order_seed, resume, given)
     phases = _phases(studies)
     needed = max(p.workers for phase in phases for s in phase for p in s.points(profile))
     if needed > slots:
@@ -69,26 +72,33 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
                          f"free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
     spark = session(url, "skewbench-bench")
     try:
-        with Progress(_remaining(out, phases, profile) + 1) as progress:
-            progress.step("warm-up run (not reported)")
-            _warm_up(spark, slots)
-            for phase in phases:
-                for point in _ordered(studies_points(phase, out, profile), order_seed):
-                    if _complete(out, point):
-                        continue
-                    progress.step(_label(point))
-                    _run(spark, out, point)
-                    _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
-            model = _model(out, studies, profile)  # the engine studies ran in the first phase
-            for study in (s for s in studies if s.spec.get("sustainable")):
-                for base in study.points(profile):
-                    while (point := _search(out, studies, base, model)[1]) is not None:
-                        progress.step(_label(point) + f" (sustainable search of {base.name})")
-                        _run(spark, out, point)
-                        _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
+        with deferred() as interrupts:
+            calibration = _calibration(out, studies, profile, url, spark)
+            todo = _remaining(out, phases, profile) + len(calibration.missing() if calibration else ())
+            with Progress(todo + 1) as progress:
+                progress.step("warm-up run (not reported)")
+                _warm_up(spark, slots)
+                how = _calibrate(spark, out, calibration, progress, interrupts) if calibration else ""
+                _announce_model(out, studies, how, log)
+                for phase in phases:
+                    for point in _ordered(studies_points(phase, out, profile), order_seed):
+                        if not _complete(out, point):
+                            progress.step(_label(point))
+                            _run(spark, out / "runs", point, interrupts)
+                            _record(out, point, studies, profile, interrupts)
+                with interrupts.raising():
+                    model = _model(out, studies, profile)  # the engine studies ran in the first phase
+                for study in (s for s in studies if s.spec.get("sustainable")):
+                    for base in study.points(profile):
+                        while (point := _search(out, studies, profile, base, model)[1]) is not None:
+                            progress.step(_label(point) + f" (sustainable search of {base.name})")
+                            _run(spark, out / "runs", point, interrupts)
+                            _record(out, point, studies, profile, interrupts)
     finally:
         spark.stop()
-    return finish(out, studies, profile, {"master": url, "slots": slots, "profile": profile, "order_seed": order_seed})
+    with deferred() as interrupts, interrupts.raising():
+        return finish(out, studies, profile,
+                      {"master": url, "slots": slots, "profile": profile, "order_seed": order_seed})
 
 
 def _cluster() -> tuple[str, int]:
@@ -101,14 +111,16 @@ def _cluster() -> tuple[str, int]:
         raise BenchError(str(exc)) from None
 
 
-def _plan(studies: list[Study], profile: str, order_seed: int) -> dict:
-    return {"format_version": FORMAT_VERSION, "profile": profile, "order_seed": order_seed,
+def _plan(studies: list[Study], profile: str, order_seed: int, given: EngineModel | None) -> dict:
+    plan = {"format_version": FORMAT_VERSION, "profile": profile, "order_seed": order_seed,
             "studies": {s.name: s.spec for s in studies}}
+    return plan | ({"engine_model": given.to_json()} if given else {})
 
 
-def _claim(out: Path, studies: list[Study], profile: str, order_seed: int, resume: bool) -> None:
+def _claim(out: Path, studies: list[Study], profile: str, order_seed: int, resume: bool,
+           given: EngineModel | None) -> None:
     """A new folder, or with ``resume`` one whose plan is this one (never two configurations in one)."""
-    plan = json.loads(json.dumps(_plan(studies, profile, order_seed)))
+    plan = json.loads(json.dumps(_plan(studies, profile, order_seed, given)))
     path = out / "plan.json"
     if not resume:
         if out.exists():
@@ -116,6 +128,8 @@ def _claim(out: Path, studies: list[Study], profile: str, order_seed: int, resum
                              f"--resume to finish an interrupted bench there")
         out.mkdir(parents=True)
         path.write_text(json.dumps(plan, indent=2) + "\n")
+        if given:
+            (out / "engine_model.json").write_text(json.dumps(given.to_json(), indent=2) + "\n")
         return
     if not path.exists():
         raise BenchError(f"--resume: {out} holds no bench (no plan.json); start one without --resume")
@@ -160,24 +174,31 @@ def _remaining(out: Path, phases: list[list[Study]], profile: str) -> int:
     """Runs still to do, at most (an offered study counts all its runs until its rate is measured, a
     sustainable-throughput search :data:`~skewbench.bench.sustainable.MAX_RUNS`)."""
     planned = sum(len(s.points(profile)) for phase in phases for s in phase)
-    searches = sum(len(s.points(profile)) for phase in phases for s in phase if s.spec.get("sustainable"))
-    return (planned + searches * sustainable.MAX_RUNS  # at most: a search usually stops earlier
+    searches = sum(len(s.points(profile)) * _search_settings(s, profile)[1] for phase in phases for s in phase
+                   if s.spec.get("sustainable"))
+    return (planned + searches  # at most: a search usually stops earlier
             - sum(_complete(out, p) for phase in phases for p in studies_points_done(phase, out, profile)))
 
 
-def _search(out: Path, studies: list[Study], base: Point,
+def _search_settings(study: Study, profile: str) -> tuple[float, int]:
+    """A sustainable study's stream seconds per search run and its most runs per search."""
+    spec = study.profiled(profile)["sustainable"]
+    spec = spec if isinstance(spec, dict) else {}
+    return spec.get("seconds", sustainable.SECONDS), spec.get("runs", sustainable.MAX_RUNS)
+
+
+def _search(out: Path, studies: list[Study], profile: str, base: Point,
             model: EngineModel | None) -> tuple[list[tuple[Point, bool, float]], Point | None]:
     """A sustainable-throughput search of ``base`` replayed from the runs done: each run with its verdict
     and backlog slope, and the next run (None when the search is over).  It starts from the simulator's
     predicted capacity (the measured peak where no engine study calibrates the model)."""
-    spec = next(s for s in studies if s.name == base.study).spec["sustainable"]
-    seconds = spec.get("seconds", sustainable.SECONDS) if isinstance(spec, dict) else sustainable.SECONDS
+    seconds, max_runs = _search_settings(next(s for s in studies if s.name == base.study), profile)
     if model is not None:
         start = predict(base, cached_work(base, out / "sim"), model)["throughput"]
     else:
         start = json.loads((out / "runs" / base.name / "summary.json").read_text())["throughput_msgs_per_s"]
     tried: list[tuple[Point, bool, float]] = []
-    while (rate := sustainable.next_rate([(p.rate, ok) for p, ok, _ in tried], start)) is not None:
+    while (rate := sustainable.next_rate([(p.rate, ok) for p, ok, _ in tried], start, max_runs)) is not None:
         point = replace(base, rate=rate, messages=max(1000, int(rate * seconds)))
         if not _complete(out, point):
             return tried, point
@@ -187,10 +208,68 @@ def _search(out: Path, studies: list[Study], base: Point,
 
 
 def _model(out: Path, studies: list[Study], profile: str) -> EngineModel | None:
-    """The engine model fitted on the engine studies' complete runs."""
+    """The engine model fitted on the engine studies' complete runs; without one, the bench's own
+    ``engine_model.json`` (``--engine-model`` or the calibration); None while there is none yet."""
     engine = [s for s in studies if s.spec.get("engine")]
+    if not engine:
+        path = out / "engine_model.json"
+        return EngineModel.read(path) if path.exists() else None
     rows = [run_row(p, out / "runs" / p.name) for s in engine for p in s.points(profile) if _complete(out, p)]
-    return EngineModel.fit(pd.DataFrame(rows)) if rows else None
+    model = EngineModel.fit(pd.DataFrame(rows)) if rows else None
+    if model is not None:
+        model.source = f"the engine studies' {len(rows)} runs ({', '.join(s.name for s in engine)})"
+    return model
+
+
+def given_model(path: Path | None, studies: list[Study]) -> EngineModel | None:
+    """``--engine-model FILE``, checked: a readable model, and no engine study in the bench to fit another."""
+    if path is None:
+        return None
+    engine = [s.name for s in studies if s.spec.get("engine")]
+    if engine:
+        raise BenchError(f"--engine-model {path}: the engine study {engine[0]!r} calibrates this bench itself; "
+                         f"leave out one of them")
+    try:
+        model = EngineModel.read(path)
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+    model.source = f"--engine-model {path} ({model.source or 'fitted by an earlier bench'})"
+    return model
+
+
+def _calibration(out: Path, studies: list[Study], profile: str, url: str, spark) -> Calibration | None:
+    """The calibration this bench still needs: none with an engine study or a model already in ``out``."""
+    from skewbench.bench.spark.run import machine_cores, master_status
+
+    if any(s.spec.get("engine") for s in studies) or (out / "engine_model.json").exists():
+        return None
+    status = master_status(url)
+    return Calibration.for_bench(studies, profile, status=status, machine_cores=machine_cores(status),
+                                 executor_memory=spark.sparkContext.getConf().get("spark.executor.memory", None),
+                                 spark_version=spark.version)
+
+
+def _calibrate(spark, out: Path, calibration: Calibration, progress, interrupts) -> str:
+    """Run what the cached calibration lacks, fit it, and make it this bench's ``engine_model.json``;
+    says whether it ran or came from the cache."""
+    ran = calibration.missing()
+    for point in ran:
+        progress.step(_label(point))
+        _run(spark, calibration.folder / "runs", point, interrupts)
+    with interrupts.raising():
+        if not calibration.model_path.exists():
+            calibration.save(pd.DataFrame([run_row(p, calibration.folder / "runs" / p.name)
+                                           for p in calibration.points]))
+        shutil.copyfile(calibration.model_path, out / "engine_model.json")
+    return "calibrated the engine now, and cached it" if ran else "the cached calibration (same cluster, code, design)"
+
+
+def _announce_model(out: Path, studies: list[Study], how: str, log) -> None:
+    """Say which engine model predicts this bench's runs."""
+    engine = [s.name for s in studies if s.spec.get("engine")]
+    source = (f"fitted on the runs of the engine study {', '.join(engine)}" if engine
+              else EngineModel.read(out / "engine_model.json").source)
+    print(f"engine model: {how + ': ' if how else ''}{source}", file=log, flush=True)
 
 
 def _ordered(points: list[Point], seed: int) -> list[Point]:
@@ -227,17 +306,25 @@ def _warm_up(spark, slots: int) -> None:
         run(config_of(warm, Path(tmp) / "run"), spark=spark)
 
 
-def _run(spark, out: Path, point: Point) -> None:
-    """One point on Spark (an interrupted earlier attempt is removed first), then its simulation."""
+def _run(spark, runs: Path, point: Point, interrupts) -> None:
+    """One point on Spark into ``runs/<point>`` (an interrupted earlier attempt is removed first); a Ctrl-C
+    before or during it stops the bench, and the run counts only once complete."""
     from skewbench.bench.spark.run import run
 
-    folder = out / "runs" / point.name
+    interrupts.check()
+    folder = runs / point.name
     partial = folder.with_name(folder.name + ".partial")
     if partial.exists():  # marked INCOMPLETE by the interrupted run: not a result
         shutil.rmtree(partial)
-    folder.parent.mkdir(exist_ok=True)
+    runs.mkdir(parents=True, exist_ok=True)
     run(config_of(point, folder), spark=spark)
-    cached_work(point, out / "sim")
+
+
+def _record(out: Path, point: Point, studies: list[Study], profile: str, interrupts) -> None:
+    """A complete run's simulation, and the partial results table with it (no Spark: a Ctrl-C stops at once)."""
+    with interrupts.raising():
+        cached_work(point, out / "sim")
+        _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
 
 
 # -- the results table ------------------------------------------------------------------------------------
@@ -314,7 +401,7 @@ def _results(out: Path, studies: list[Study], profile: str) -> tuple[pd.DataFram
     model = _model(out, studies, profile)
     for study in (s for s in studies if s.spec.get("sustainable")):
         for base in (p for p in study.points(profile) if _complete(out, p)):
-            for point, ok, slope in _search(out, studies, base, model)[0]:
+            for point, ok, slope in _search(out, studies, profile, base, model)[0]:
                 points[point.name] = point
                 rows.append(run_row(point, out / "runs" / point.name) | {"search_of": base.name, "sustainable": ok,
                                                                           "backlog_slope": slope})
@@ -349,16 +436,20 @@ def finish(out: Path, studies: list[Study], profile: str, context: dict) -> pd.D
             continue
         part.to_csv(out / f"{study.name}.csv", index=False)
         write_metadata(out / f"{study.name}.csv", {**meta, "study": study.name})
-        compare = study.spec.get("compare")
+        compare = study.spec.get("compare") if profile != "quick" else None  # a smoke run concludes nothing
         done = all(_complete(out, p) for p in studies_points_done([study], out, profile))
         if compare and done:  # (an interrupted bench, rebuilt, compares only its finished studies)
             result = comparisons.COMPARISONS[compare](part)
             (out / f"{study.name}_vs_paper.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "engine_model.json").write_text(json.dumps(model, indent=2) + "\n")
-    table.to_csv(out / "results.csv", index=False)
-    write_metadata(out / "results.csv", meta)
+    try:  # results.csv says the bench is complete: it stays only once the report is written too
+        table.to_csv(out / "results.csv", index=False)
+        write_metadata(out / "results.csv", meta)
+        write_report(out)
+    except BaseException:
+        (out / "results.csv").unlink(missing_ok=True)
+        raise
     (out / "results.csv.partial").unlink(missing_ok=True)
-    write_report(out)
     return table
 
 
@@ -381,7 +472,8 @@ def rebuild(out: Path) -> pd.DataFrame:
     meta = out / "results.csv.meta.json"
     context = json.loads(meta.read_text())["config"] if meta.exists() else {}
     context = {k: v for k, v in context.items() if k in ("master", "slots")}
-    derived = [f for f in out.iterdir() if f.is_file() and f.name != "plan.json"]
+    inputs = {"plan.json"} | ({"engine_model.json"} if not any(s.spec.get("engine") for s in studies) else set())
+    derived = [f for f in out.iterdir() if f.is_file() and f.name not in inputs]
     previous = Path(tempfile.mkdtemp(prefix=f"previous-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-", dir=out))
     for f in derived:
         f.rename(previous / f.name)

@@ -109,13 +109,15 @@ class EngineModel:
     that cost overlaps the busiest worker (its task sleeps or spins while the engine launches,
     commits and serves the others on the remaining cores): a batch takes ``serial · cost +
     max((1 − serial) · cost, busiest)``, ``serial`` fitted on the delayed calibration runs (1 — no
-    overlap — without any).  ``per_copy``: each app's processing seconds per message copy."""
+    overlap — without any).  ``per_copy``: each app's processing seconds per message copy.  ``source``:
+    which runs it was fitted on, for the reader of a prediction."""
 
     intercept: float
     coef: dict[str, float]
     per_copy: dict[str, float]
     runs: int
     serial: float = 1.0
+    source: str = ""
 
     @classmethod
     def fit(cls, rows: pd.DataFrame) -> EngineModel | None:
@@ -168,11 +170,22 @@ class EngineModel:
 
     def to_json(self) -> dict:
         return {"intercept_s": self.intercept, "coef_s": self.coef, "per_copy_s": self.per_copy, "runs": self.runs,
-                "serial": self.serial, "terms": list(TERMS)}
+                "serial": self.serial, "terms": list(TERMS), "source": self.source}
 
     @classmethod
     def from_json(cls, data: dict) -> EngineModel:
-        return cls(data["intercept_s"], data["coef_s"], data["per_copy_s"], data["runs"], data["serial"])
+        return cls(data["intercept_s"], data["coef_s"], data["per_copy_s"], data["runs"], data["serial"],
+                   data.get("source", ""))
+
+    @classmethod
+    def read(cls, path: Path) -> EngineModel:
+        """An ``engine_model.json`` (a bench's, or a cached calibration's); ValueError saying what is wrong."""
+        try:
+            return cls.from_json(json.loads(Path(path).read_text()))
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read the engine model: {exc.strerror}") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not an engine model (an engine_model.json a bench wrote): {exc}") from None
 
 
 def predict(point: Point, work: Work, model: EngineModel) -> dict:

@@ -31,9 +31,9 @@ in the same ``skewbench bench``); ``compare`` — the comparison with the paper 
 study's rows (``storm``, ``aggregation``, ``dkg``, ``naivebayes``); ``quick`` and ``full`` — keys replaced
 in those profiles (``--quick``: a smoke run of minutes; ``--full``: a bigger cluster's sweep);
 ``engine`` — ``true`` marks no-delay calibration runs the engine model is fitted on;
-``sustainable`` — ``true`` (or ``{seconds: S}``, the stream offered per search run): after every
-point ran as fast as it goes (its peak), a search for its sustainable throughput
-(:mod:`~skewbench.bench.sustainable`).
+``sustainable`` — ``true`` (or ``{seconds: S, runs: N}``: the stream offered per search run, and at most N
+runs per search): after every point ran as fast as it goes (its peak), a search for its sustainable
+throughput (:mod:`~skewbench.bench.sustainable`).
 
 :func:`load` validates a file completely before anything runs: a JSON Schema for shapes and ranges
 (``jsonschema``, which names the offending key), then what needs the library (app, scheme and
@@ -84,6 +84,9 @@ _FACTOR_ITEMS = {
 _SIZES = {"messages": _COUNT, "batches": {"type": "integer", "minimum": 2}, "repeats": _COUNT}
 _POINT = {"type": "object", "additionalProperties": False,
           "properties": {k: _list_of(_FACTOR_ITEMS[k]) for k in FACTORS}}
+_SUSTAINABLE = {"oneOf": [{"type": "boolean"},
+                          {"type": "object", "additionalProperties": False,
+                           "properties": {"seconds": {"type": "number", "minimum": 2}, "runs": _COUNT}}]}
 #: The study file's JSON Schema (shapes and ranges; names are checked against the registries after it).
 SCHEMA = {
     "type": "object",
@@ -103,13 +106,11 @@ SCHEMA = {
                                         "delay_ms": _FACTOR_ITEMS["delay_ms"]}},
         "compare": {"enum": sorted(COMPARISONS)},
         "engine": {"type": "boolean"},
-        "sustainable": {"oneOf": [{"type": "boolean"},
-                                  {"type": "object", "additionalProperties": False,
-                                   "properties": {"seconds": {"type": "number", "minimum": 2}}}]},
+        "sustainable": _SUSTAINABLE,
         **{profile: {"type": "object", "additionalProperties": False,
                      "properties": {**{k: _list_of(v) for k, v in _FACTOR_ITEMS.items()}, **_SIZES,
                                     "design": {"enum": ["cross", "around"]},
-                                    "include": {"type": "array", "items": _POINT}}}
+                                    "include": {"type": "array", "items": _POINT}, "sustainable": _SUSTAINABLE}}
            for profile in ("quick", "full")},
     },
     "not": {"anyOf": [{"required": ["messages", "batches"]}, {"required": ["batch_rows", "batch_rows_per_worker"]}]},
@@ -159,14 +160,19 @@ class Study:
     def name(self) -> str:
         return self.spec["name"]
 
-    def points(self, profile: str = "default", rate: float | None = None) -> list[Point]:
-        """Every run, seeds innermost, of a :data:`PROFILES` profile (``quick`` or ``full`` replace the
-        study's keys with theirs).  ``rate``: the calibrated offered rate (``offered_rate`` studies)."""
+    def profiled(self, profile: str = "default") -> dict:
+        """The study's keys in a :data:`PROFILES` profile: ``quick`` or ``full`` replace them with theirs."""
         changes = self.spec.get(profile, {}) if profile != "default" else {}
         spec = {**self.spec, **{k: _as_list(v) if k in FACTORS else v for k, v in changes.items()}}
         for one, other in (("batch_rows", "batch_rows_per_worker"), ("messages", "batches")):
             if one in changes:  # a size a profile sets replaces the other spelling of the same size
                 spec.pop(other, None)
+        return spec
+
+    def points(self, profile: str = "default", rate: float | None = None) -> list[Point]:
+        """Every run, seeds innermost, of a :data:`PROFILES` profile (:meth:`profiled`).  ``rate``: the
+        calibrated offered rate (``offered_rate`` studies)."""
+        spec = self.profiled(profile)
         sized = "batch_rows" if "batch_rows" in spec else "batch_rows_per_worker"
         factors = {k: spec[k] for k in FACTORS if k in spec and k not in ("batch_rows", "batch_rows_per_worker")}
         factors["size"] = spec[sized]
@@ -286,6 +292,12 @@ def load(path: str | Path) -> Study:
         raise StudyError(f"{path}: cannot read the study file: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise StudyError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    return from_spec(doc, path)
+
+
+def from_spec(doc, path: Path) -> Study:
+    """A study from its parsed contents (a study file's, or one a program designs), validated as :func:`load`
+    does; ``path`` names it in errors."""
     if not isinstance(doc, dict):
         raise StudyError(f"{path}: a study file is a mapping of keys (name, apps, schemes, workers, ...)")
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc))

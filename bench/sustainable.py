@@ -52,11 +52,11 @@ def verdict(batches: pd.DataFrame, rate: float, messages: int) -> tuple[bool, fl
     return late <= 2 * float(batches["duration"].median()), math.nan
 
 
-def next_rate(tried: list[tuple[float, bool]], start: float) -> float | None:
+def next_rate(tried: list[tuple[float, bool]], start: float, max_runs: int = MAX_RUNS) -> float | None:
     """The next rate to offer after the runs ``tried`` (rate, sustainable) in order; None when done."""
     if not tried:
         return float(round(start))
-    if len(tried) >= MAX_RUNS:
+    if len(tried) >= max_runs:
         return None
     good = [r for r, ok in tried if ok]
     bad = [r for r, ok in tried if not ok]

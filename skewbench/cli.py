@@ -161,8 +161,9 @@ def cmd_run(args) -> int:
     except RunError as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
-        print(f"skewbench: interrupted; {args.out}.partial is marked INCOMPLETE", file=sys.stderr)
-        return 130
+        state = "it had completed" if Path(args.out).exists() else f"{args.out}.partial is marked INCOMPLETE"
+        print(f"skewbench: interrupted; {state}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     lat = summary["latency_seconds"]
     print(f"{summary['app']} {summary['scheme']} W={summary['workers']} S={summary['sources']}: "
           f"correct={summary['correct']}  {summary['throughput_msgs_per_s']:,.0f} msgs/s after warm-up  "
@@ -174,19 +175,21 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from skewbench.bench.driver import BenchError, bench
+    from skewbench.bench.driver import BenchError, bench, given_model
     from skewbench.bench.studyfile import StudyError, load_all
 
-    try:
-        load_all(args.studies)  # bad study files fail here, before a cluster is asked for
-    except StudyError as exc:
+    try:  # bad study files or engine models fail here, before a cluster is asked for
+        given_model(args.engine_model, load_all(args.studies))
+    except (StudyError, BenchError) as exc:
         raise UsageError(str(exc)) from None
     _in_cluster_python("bench", [*args.studies, "--out", str(args.out), "--order-seed", str(args.order_seed)]
-                       + ["--resume"] * args.resume + [f"--{args.profile}"] * (args.profile != "default"))
+                       + ["--resume"] * args.resume + [f"--{args.profile}"] * (args.profile != "default")
+                       + (["--engine-model", str(args.engine_model)] if args.engine_model else []))
     from skewbench.bench.spark.run import RunError
 
     try:
-        table = bench(args.studies, args.out, resume=args.resume, profile=args.profile, order_seed=args.order_seed)
+        table = bench(args.studies, args.out, resume=args.resume, profile=args.profile, order_seed=args.order_seed,
+                      engine_model=args.engine_model)
     except (BenchError, RunError) as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
@@ -198,7 +201,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    import json
 
     from skewbench.bench.prediction import EngineModel, predict_points
     from skewbench.bench.progress import Progress
@@ -210,10 +212,10 @@ def cmd_predict(args) -> int:
         studies = load_all(args.studies)
     except StudyError as exc:
         raise UsageError(str(exc)) from None
-    if not args.engine_model.is_file():
-        raise UsageError(f"{args.engine_model} is not a file: give a bench's engine_model.json (skewbench bench "
-                         f"with an engine study writes one)")
-    model = EngineModel.from_json(json.loads(args.engine_model.read_text()))
+    try:
+        model = EngineModel.read(args.engine_model)
+    except ValueError as exc:
+        raise UsageError(f"{exc}: give a bench's engine_model.json") from None
     claim(args.out, args.force)
     points = [p for s in studies for p in s.points(args.profile)]
     with Progress(len(points)) as progress:
@@ -362,6 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--full", dest="profile", action="store_const", const="full",
                       help="each study's full: settings (more seeds and points: for a bigger cluster, CLOUD=aws)")
     bench.add_argument("--order-seed", type=int, default=0, metavar="N", help="seed of the run order (default 0)")
+    bench.add_argument("--engine-model", type=Path, metavar="FILE",
+                       help="predict with this engine_model.json (an earlier bench's) instead of calibrating; "
+                            "without it and without an engine study, the bench calibrates the engine itself "
+                            "(a short calibration, cached per cluster shape and code in .cache/engine/)")
     bench.set_defaults(func=cmd_bench)
 
     predict = sub.add_parser("predict", help="the simulator's prediction of every point of study files (no Spark)",

@@ -209,3 +209,23 @@ def test_a_folder_without_fidelity_says_how_to_make_it(tmp_path):
     assert "python -m skewbench.analysis.fidelity DIR" in page
     assert "Figure gone.png is not in this folder" in page and '<div class="scroll"><table>' in page
     assert 'href="#s-a"' in page and 'id="s-a"' in page
+
+
+def test_a_smoke_run_says_so_on_top_and_draws_no_conclusions(tmp_path):
+    """A quick-profile bench (plan.json) lists its runs under the smoke-run note: no fidelity table, no paper."""
+    from skewbench.analysis.report import write_report
+    from skewbench.analysis.sections.common import SMOKE_RUN
+
+    folder = tmp_path / "smoke"
+    folder.mkdir()
+    for name in ("results.csv", "results.csv.meta.json", "storm.csv", "storm.csv.meta.json"):
+        shutil.copy(KEPT / name, folder / name)
+    (folder / "plan.json").write_text('{"profile": "quick"}')
+    text = write_report(folder).read_text()
+    assert text.splitlines()[2] == f"> **{SMOKE_RUN}**"  # right under the title
+    assert "## Every run of the smoke run" in text and "270 runs in 10 studies" in text
+    assert "Fidelity" not in text and "PKG Storm" not in text and not (folder / "fidelity.csv").exists()
+    page = (folder / "index.html").read_text()
+    assert 'id="smoke"' in page and "a smoke run draws no conclusions" in page and '<table id="fidelity-table"' not in page
+    (folder / "plan.json").write_text('{"profile": "default"}')
+    assert "PKG Storm" in write_report(folder).read_text()  # the same tables, measured: every section

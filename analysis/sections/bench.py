@@ -41,6 +41,21 @@ def bench_results(folder: Path) -> list[str]:
     return lines + _matrix(folder, data[data["study"] == "matrix"])
 
 
+def smoke_runs(folder: Path) -> list[str]:
+    """A smoke run's every run: whether it gave the reference's answer and the simulator's exact work, and
+    its throughput beside the prediction (numbers that show it ran, not measurements)."""
+    path = folder / "results.csv"
+    if not path.exists():
+        return []
+    data = pd.read_csv(path)
+    columns = ["study", "app", "scheme", "workers", "sources", "delay_ms", "correct", "sim_exact", "throughput",
+               "predicted_throughput"]
+    return ["## Every run of the smoke run", "",
+            f"{len(data)} runs in {data['study'].nunique()} studies; {int(data['correct'].sum())} gave the "
+            f"single-process reference's answer; in {int(data['sim_exact'].sum())} every worker's messages and "
+            "probes equal the simulator's exactly.", "", markdown(data[columns].round(0)), ""]
+
+
 def _error_ecdf(folder: Path, judged: pd.DataFrame) -> str:
     """The share of runs predicted within x %, per study, with the targets (10 % median, 25 % p90) marked."""
     grid = sns.displot(data=judged, x="abs_error", hue="study", kind="ecdf", height=3.5, aspect=1.3)

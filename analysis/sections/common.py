@@ -12,6 +12,18 @@ from skewbench.analysis.fidelity import fidelity
 from skewbench.analysis.published import entries
 
 
+SMOKE_RUN = ("A smoke run (make bench QUICK=1, skewbench bench --quick): every study, app and a few schemes "
+             "once, on small batches, to check that everything runs and gives the single-process reference's "
+             "answer. Its numbers are not measurements (too few and too small runs) and it draws no conclusions: "
+             "no comparison with the papers, no fidelity table. make bench measures.")
+
+
+def smoke_run(folder: Path) -> bool:
+    """Whether ``folder`` is a bench run with the quick profile (its ``plan.json`` says so)."""
+    plan = folder / "plan.json"
+    return plan.is_file() and json.loads(plan.read_text()).get("profile") == "quick"
+
+
 def load(folder: Path, prefix: str) -> pd.DataFrame | None:
     files = sorted(p for p in folder.glob(f"{prefix}*.csv") if not p.name.endswith(".timeseries.csv"))
     return pd.concat([pd.read_csv(p).assign(experiment=p.stem) for p in files], ignore_index=True) if files else None

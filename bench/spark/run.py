@@ -31,9 +31,7 @@ import math
 import os
 import pickle
 import shutil
-import signal
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -43,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from skewbench.bench.interrupts import deferred
 from skewbench.bench.progress import clock
 from skewbench.bench.spark.latency import first_arrival, message_latency
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
@@ -332,27 +331,6 @@ def session(url: str, name: str):
     return spark
 
 
-class DeferredInterrupt:
-    """Ctrl-C (SIGINT) noted and acted on between calls into Spark: PySpark's own handler raises in
-    the middle of a Py4J call and leaves a Py4JError instead of a KeyboardInterrupt."""
-
-    def __init__(self):
-        self.seen = False
-        main = threading.current_thread() is threading.main_thread()
-        self.previous = signal.signal(signal.SIGINT, self._note) if main else None
-
-    def _note(self, *_) -> None:
-        self.seen = True
-
-    def __call__(self) -> bool:
-        return self.seen
-
-    def restore(self) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-            self.previous = None
-
-
 def run(config: Config, log=sys.stderr, spark=None) -> dict:
     """One run; returns the summary (also written to ``DIR/summary.json``).  With ``spark`` given the
     run reuses that session (several runs in one application) and leaves it running."""
@@ -379,49 +357,48 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     spark.conf.set("spark.sql.shuffle.partitions", config.workers)
     collector = Collector(folder)
     query = None
-    interrupted = DeferredInterrupt()
     try:
-        started, wall_start = time.monotonic(), time.time()
-        query = start_query(spark, config, app, folder, collector, shared.share(spark, stream))
-        last = 0.0
-        while collector.done < stream.messages or len(collector.states) < config.workers:
-            if interrupted():
-                raise KeyboardInterrupt
-            if query.exception() is not None or not query.isActive:
-                raise RuntimeError(f"the streaming query failed: {query.exception()}")
-            time.sleep(0.2)
+        with deferred() as interrupts:
+            started, wall_start = time.monotonic(), time.time()
+            query = start_query(spark, config, app, folder, collector, shared.share(spark, stream))
+            last = 0.0
+            while collector.done < stream.messages or len(collector.states) < config.workers:
+                interrupts.check()
+                if query.exception() is not None or not query.isActive:
+                    raise RuntimeError(f"the streaming query failed: {query.exception()}")
+                time.sleep(0.2)
+                elapsed = time.monotonic() - started
+                if elapsed - last >= 2 or collector.done >= stream.messages:
+                    last = elapsed
+                    share = collector.done / stream.messages
+                    eta = elapsed / share * (1 - share) if share else float("nan")
+                    print(f"messages {collector.done:,} of {stream.messages:,} ({100 * share:.0f}%)  batches "
+                          f"{collector.batches}  elapsed {clock(elapsed)}  ETA {clock(eta)}", file=log, flush=True)
             elapsed = time.monotonic() - started
-            if elapsed - last >= 2 or collector.done >= stream.messages:
-                last = elapsed
-                share = collector.done / stream.messages
-                eta = elapsed / share * (1 - share) if share else float("nan")
-                print(f"messages {collector.done:,} of {stream.messages:,} ({100 * share:.0f}%)  batches "
-                      f"{collector.batches}  elapsed {clock(elapsed)}  ETA {clock(eta)}", file=log, flush=True)
-        elapsed = time.monotonic() - started
-        progress = final_progress(query, collector.last_batch)
-        query.stop()
-        query = None
-        metrics = pd.concat(collector.metrics, ignore_index=True)
-        batches = batch_table(progress, metrics)
-        batches["messages"] = [len(collector.latency.get(b, ())) for b in batches["batch"]]  # done in the batch
-        batches["first_arrival"] = [collector.arrival.get(b, np.nan) for b in batches["batch"]]  # intended time
-        batches.to_parquet(folder / "batches.parquet", index=False)
-        summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode)
-        summary |= engine_and_resources(spark, folder, wall_start)
-        (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),
-                "cluster": {k: status.get(k) for k in ("url", "aliveworkers", "cores", "memory", "status")}
-                | {"workers": [{k: w.get(k) for k in ("host", "cores", "memory", "state")}
-                               for w in status.get("workers", [])]},
-                "machine_cores": machine_cores(status), "delay_mode": delay_mode,
-                "shuffle_partitions": config.workers, "batch_rows": batch_rows(config),
-                "spark_version": spark.version}
-        write_metadata(folder / "run", meta)
-        marker.unlink()
-        folder.rename(out)
-        return summary
+            progress = final_progress(query, collector.last_batch)
+            query.stop()
+            query = None
+            metrics = pd.concat(collector.metrics, ignore_index=True)
+            batches = batch_table(progress, metrics)
+            batches["messages"] = [len(collector.latency.get(b, ())) for b in batches["batch"]]  # done in the batch
+            batches["first_arrival"] = [collector.arrival.get(b, np.nan) for b in batches["batch"]]  # intended time
+            batches.to_parquet(folder / "batches.parquet", index=False)
+            summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode)
+            summary |= engine_and_resources(spark, folder, wall_start)
+            (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),
+                    "cluster": {k: status.get(k) for k in ("url", "aliveworkers", "cores", "memory", "status")}
+                    | {"workers": [{k: w.get(k) for k in ("host", "cores", "memory", "state")}
+                                   for w in status.get("workers", [])]},
+                    "machine_cores": machine_cores(status), "delay_mode": delay_mode,
+                    "shuffle_partitions": config.workers, "batch_rows": batch_rows(config),
+                    "spark_version": spark.version}
+            write_metadata(folder / "run", meta)
+            interrupts.check()  # the last moment a Ctrl-C leaves the run incomplete
+            marker.unlink()
+            folder.rename(out)
+            return summary
     finally:
-        interrupted.restore()
         if query is not None:
             query.stop()
         if own:

@@ -3,11 +3,9 @@ out; interrupted with Ctrl-C and resumed, it gives the plan's rows exactly once,
 complete run; a resume with other studies or a finished bench is refused."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +29,7 @@ name: tiny
 apps: [wordcount, naivebayes]
 schemes: [kg, pkg]
 workers: 4
-sources: [1, 2]
+sources: 2
 delay_ms: 0.2
 workloads: ["zipf:z=1.2,keys=2000"]
 messages: 6000
@@ -46,10 +44,11 @@ def studies(tmp_path: Path) -> list[str]:
     return [str(p) for p in paths]
 
 
-def bench(*args, conf: Path) -> subprocess.Popen:
+def bench(*args, conf: Path, cache: Path | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "skewbench.cli", "bench", *args], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "SPARK_CONF_DIR": str(conf)})
+                            env={**os.environ, "SPARK_CONF_DIR": str(conf)}
+                            | ({"SKEWBENCH_CACHE": str(cache)} if cache else {}))
 
 
 def finished(proc: subprocess.Popen, timeout: float = 900) -> tuple[int, str]:
@@ -57,30 +56,85 @@ def finished(proc: subprocess.Popen, timeout: float = 900) -> tuple[int, str]:
     return proc.returncode, out + err
 
 
+# Runs `skewbench bench ARGS` in .venv-cluster's Python (no re-exec) with MODULE:FUNCTION wrapped so that its
+# Nth call sends this process SIGINT: a Ctrl-C landing exactly in that phase of the bench.
+INTERRUPTING = """\
+import importlib, os, signal, sys
+target, nth, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+module_name, name = target.split(":")
+module = importlib.import_module(module_name)
+original, calls = getattr(module, name), []
+def interrupting(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == nth:
+        os.kill(os.getpid(), signal.SIGINT)
+    return original(*args, **kwargs)
+setattr(module, name, interrupting)
+from skewbench.cli import main
+sys.exit(main(["bench", *argv]))
+"""
+
+
+def interrupted_bench(tmp_path: Path, target: str, nth: int, *args, conf: Path) -> tuple[int, str]:
+    from skewbench.bench.spark.run import CLUSTER_PYTHON
+
+    script = tmp_path / "interrupting.py"
+    script.write_text(INTERRUPTING)
+    return finished(subprocess.Popen([str(CLUSTER_PYTHON), str(script), target, str(nth), *args], cwd=ROOT, text=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env={**os.environ, "SPARK_CONF_DIR": str(conf)}))
+
+
+def complete_runs(out: Path) -> dict[str, int]:
+    return {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/summary.json")
+            if not p.parent.name.endswith(".partial")}
+
+
+def assert_stopped(code: int, log: str, out: Path) -> None:
+    assert code == 130 and "--resume" in log, log[-3000:]
+    assert not (out / "results.csv").exists()
+
+
 @pytest.mark.spark
-def test_bench_interrupted_and_resumed_gives_every_run_once(spark_cluster, tmp_path):
+def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark_cluster, tmp_path):
+    """Ctrl-C during a run (as it commits: the race that once let a bench run on), between runs (the
+    simulator predicting the last one) and while the final tables are written: each stops the bench
+    with exit code 130 and the --resume hint, and no run is half-counted or run twice."""
     from skewbench.bench.studyfile import load_all
 
     files, out = studies(tmp_path), tmp_path / "out"
     plan = {p.name for s in load_all(files) for p in s.points()}
-    proc = bench(*files, "--out", str(out), conf=spark_cluster)
-    deadline = time.monotonic() + 600
-    while len(list((out / "runs").glob("*/summary.json"))) < 3 and time.monotonic() < deadline:
-        assert proc.poll() is None, finished(proc)[1][-3000:]
-        time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    code, log = finished(proc)
-    assert code == 130 and "--resume" in log, log[-3000:]
-    kept = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/summary.json")}
-    assert 3 <= len(kept) < len(plan) and not (out / "results.csv").exists()
+    args = (*files, "--out", str(out))
 
-    code, log = finished(bench(*files, "--out", str(out), "--resume", conf=spark_cluster))
+    # During a run: its 3rd call is the second measured run's, after its last batch (the warm-up is the 1st).
+    code, log = interrupted_bench(tmp_path, "skewbench.bench.spark.run:final_progress", 3, *args, conf=spark_cluster)
+    assert_stopped(code, log, out)
+    assert len(complete_runs(out)) == 1
+    assert [p.name for p in (out / "runs").glob("*.partial/INCOMPLETE")] == ["INCOMPLETE"]
+
+    # Between runs: the resumed bench's first measured run is complete when its prediction starts.
+    kept = complete_runs(out)
+    code, log = interrupted_bench(tmp_path, "skewbench.bench.driver:cached_work", 1, *args, "--resume",
+                                  conf=spark_cluster)
+    assert_stopped(code, log, out)
+    assert len(complete_runs(out)) == 2 and kept.items() <= complete_runs(out).items()
+
+    # During the final tables: every run is done, the bench is not.
+    kept = complete_runs(out)
+    code, log = interrupted_bench(tmp_path, "skewbench.analysis.report:write_report", 1, *args, "--resume",
+                                  conf=spark_cluster)
+    assert_stopped(code, log, out)
+    assert set(complete_runs(out)) == plan and kept.items() <= complete_runs(out).items()
+    assert (out / "results.csv.partial").exists()
+
+    kept = complete_runs(out)
+    code, log = finished(bench(*args, "--resume", conf=spark_cluster))
     assert code == 0, log[-4000:]
-    assert "warm-up run" in log and f"[{len(plan) - len(kept) + 1}/{len(plan) - len(kept) + 1}]" in log
+    assert "warm-up run" in log and "[1/1]" in log  # nothing left to run
     table = pd.read_csv(out / "results.csv")
     assert sorted(table["run"]) == sorted(plan)  # every point once
-    assert {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/summary.json")
-            if p.parent.name in kept} == kept  # complete runs were not run again
+    assert complete_runs(out) == kept  # complete runs were not run again
+    assert not (out / "results.csv.partial").exists()
     assert table["correct"].all() and table["sim_exact"].all()
     assert table["predicted_throughput"].notna().all() and (table["throughput"] > 0).all()
     assert set(json.loads((out / "engine_model.json").read_text())["per_copy_s"]) == {"wordcount", "selfjoin"}
@@ -143,3 +197,31 @@ def test_sustainable_search_brackets_the_peak(spark_cluster, tmp_path):
     failed = search[~search["sustainable"].astype(bool)]
     assert (failed["backlog_slope"].isna() | (failed["backlog_slope"] >= 0.01 * failed["rate"])).all()
     assert "## Sustainable throughput" in (out / "report.md").read_text()
+
+
+@pytest.mark.spark
+def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibration(spark_cluster, tmp_path):
+    """No engine study: the bench calibrates the engine itself and every row is predicted; a second bench on
+    the same cluster and code reuses the cached calibration; --engine-model takes an earlier bench's model."""
+    study = tmp_path / "tiny.yaml"
+    study.write_text(textwrap.dedent(MEASURED.replace("apps: [wordcount, naivebayes]", "apps: wordcount")
+                                     .replace("schemes: [kg, pkg]", "schemes: kg")))
+    cache = tmp_path / "cache"
+    code, log = finished(bench(str(study), "--out", str(tmp_path / "first"), conf=spark_cluster, cache=cache))
+    assert code == 0 and "calibrated the engine now" in log and "engine-calibration: wordcount sg" in log, log[-3000:]
+    model = json.loads((tmp_path / "first" / "engine_model.json").read_text())
+    assert str(cache) in model["source"] and model["runs"] == 2  # W, S and batch fixed: without and with delay
+    table = pd.read_csv(tmp_path / "first" / "results.csv")
+    assert len(table) == 1 and table["predicted_throughput"].notna().all() and table["sim_exact"].all()
+
+    code, log = finished(bench(str(study), "--out", str(tmp_path / "second"), conf=spark_cluster, cache=cache))
+    assert code == 0 and "the cached calibration" in log and "engine-calibration:" not in log, log[-3000:]
+    assert json.loads((tmp_path / "second" / "engine_model.json").read_text()) == model
+
+    given = tmp_path / "first" / "engine_model.json"
+    code, log = finished(bench(str(study), "--out", str(tmp_path / "third"), "--engine-model", str(given),
+                               conf=spark_cluster, cache=tmp_path / "empty"))
+    assert code == 0 and f"engine model: --engine-model {given}" in log and not (tmp_path / "empty").exists(), log[-3000:]
+    third = json.loads((tmp_path / "third" / "engine_model.json").read_text())
+    assert third["source"].startswith(f"--engine-model {given}") and third["intercept_s"] == model["intercept_s"]
+    assert pd.read_csv(tmp_path / "third" / "results.csv")["predicted_throughput"].notna().all()
