@@ -27,7 +27,7 @@ from skewbench.bench.prediction import EngineModel
 from skewbench.bench.studyfile import Point, Study, from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
-BATCHES = 4  # the first is the warm-up batch; three steady ones give each run's medians
+BATCHES = 8  # the first is the warm-up batch; medians over seven steady ones: a few % of noise, not 30
 #: What the code version covers: every Python source of the package (the routers, apps, pipeline, model).
 CODE = [Path(__file__).resolve().parents[1] / part for part in ("skewbench", "bench", "workloads")]
 

@@ -1,6 +1,6 @@
 """``skewbench bench``: run study files on the Spark cluster, one tidy row per run, predictions beside.
 
-``skewbench bench STUDY.yaml [STUDY.yaml ...] --out DIR [--resume] [--quick | --full]``:
+``skewbench bench STUDY.yaml [STUDY.yaml ...] --out DIR [--resume] [--quick | --full] [--engine-model FILE]``:
 
 1. Loads and validates every study (:mod:`~skewbench.bench.studyfile`) and checks the cluster has a
    task slot for every worker of the largest W — before any run starts.
@@ -8,7 +8,11 @@
    one factor), in three phases: engine calibration studies (``engine: true``), the others, then the
    studies whose offered rate another study measures (``offered_rate``).  One Spark application; a
    short warm-up run first that is not reported.  Each run is a ``skewbench run``
-   (:func:`skewbench.bench.spark.run.run`) kept in ``DIR/runs/<point name>``.
+   (:func:`skewbench.bench.spark.run.run`) kept in ``DIR/runs/<point name>``.  A bench without an
+   engine study and without ``--engine-model`` first runs (or finds cached) the engine calibration
+   its points need (:mod:`~skewbench.bench.calibration`), and says which model predicts it.
+   A Ctrl-C stops it wherever it lands (:mod:`~skewbench.bench.interrupts`): exit 130, no run counted
+   unless complete, ``--resume`` finishes it.
 3. After every run: the simulator's prediction of the same point (:mod:`~skewbench.bench.prediction`,
    cached in ``DIR/sim/``), and ``DIR/results.csv.partial`` rebuilt from every complete run folder.
 4. When all runs are done: ``DIR/results.csv`` (one row per run, :data:`COLUMNS` first) and a
@@ -64,41 +68,45 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
     studies = load_all(paths)
     given = given_model(engine_model, studies)
     url, slots = _cluster()
-    _claim(out, studies, profile, order_seed, resume, given)
-    phases = _phases(studies)
-    needed = max(p.workers for phase in phases for s in phase for p in s.points(profile))
+    needed = max(p.workers for s in studies for p in s.points(profile))
     if needed > slots:
         raise BenchError(f"the studies need {needed} task slots (W = {needed}) but the cluster at {url} has {slots} "
                          f"free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
+    _claim(out, studies, profile, order_seed, resume, given)
     spark = session(url, "skewbench-bench")
     try:
         with deferred() as interrupts:
-            calibration = _calibration(out, studies, profile, url, spark)
-            todo = _remaining(out, phases, profile) + len(calibration.missing() if calibration else ())
-            with Progress(todo + 1) as progress:
-                progress.step("warm-up run (not reported)")
-                _warm_up(spark, slots)
-                how = _calibrate(spark, out, calibration, progress, interrupts) if calibration else ""
-                _announce_model(out, studies, how, log)
-                for phase in phases:
-                    for point in _ordered(studies_points(phase, out, profile), order_seed):
-                        if not _complete(out, point):
-                            progress.step(_label(point))
-                            _run(spark, out / "runs", point, interrupts)
-                            _record(out, point, studies, profile, interrupts)
-                with interrupts.raising():
-                    model = _model(out, studies, profile)  # the engine studies ran in the first phase
-                for study in (s for s in studies if s.spec.get("sustainable")):
-                    for base in study.points(profile):
-                        while (point := _search(out, studies, profile, base, model)[1]) is not None:
-                            progress.step(_label(point) + f" (sustainable search of {base.name})")
-                            _run(spark, out / "runs", point, interrupts)
-                            _record(out, point, studies, profile, interrupts)
+            _run_plan(spark, out, studies, profile, order_seed, slots, interrupts, log)
     finally:
         spark.stop()
     with deferred() as interrupts, interrupts.raising():
         return finish(out, studies, profile,
                       {"master": url, "slots": slots, "profile": profile, "order_seed": order_seed})
+
+
+def _run_plan(spark, out: Path, studies: list[Study], profile: str, order_seed: int, slots: int, interrupts,
+              log) -> None:
+    """The warm-up, the engine calibration the bench still needs, every point not yet complete, then the
+    sustainable-throughput searches."""
+    phases = _phases(studies)
+    calibration = _calibration(out, studies, profile, spark)
+    todo = _remaining(out, phases, profile) + len(calibration.missing() if calibration else ())
+    with Progress(todo + 1) as progress:
+        progress.step("warm-up run (not reported)")
+        _warm_up(spark, slots)
+        how = _calibrate(spark, out, calibration, progress, interrupts) if calibration else ""
+        _announce_model(out, studies, how, log)
+        for phase in phases:  # (an offered study's points exist once the study it is offered from ran)
+            for point in _ordered(studies_points(phase, out, profile), order_seed):
+                if not _complete(out, point):
+                    _measure(spark, out, point, studies, profile, interrupts, progress.step, _label(point))
+        with interrupts.raising():
+            model = _model(out, studies, profile)  # the engine studies ran in the first phase
+        for study in (s for s in studies if s.spec.get("sustainable")):
+            for base in study.points(profile):
+                while (point := _search(out, studies, profile, base, model)[1]) is not None:
+                    _measure(spark, out, point, studies, profile, interrupts, progress.step,
+                             _label(point) + f" (sustainable search of {base.name})")
 
 
 def _cluster() -> tuple[str, int]:
@@ -172,7 +180,7 @@ def _measured_rate(out: Path, source: dict) -> float:
 
 def _remaining(out: Path, phases: list[list[Study]], profile: str) -> int:
     """Runs still to do, at most (an offered study counts all its runs until its rate is measured, a
-    sustainable-throughput search :data:`~skewbench.bench.sustainable.MAX_RUNS`)."""
+    sustainable-throughput search its most runs)."""
     planned = sum(len(s.points(profile)) for phase in phases for s in phase)
     searches = sum(len(s.points(profile)) * _search_settings(s, profile)[1] for phase in phases for s in phase
                    if s.spec.get("sustainable"))
@@ -237,13 +245,13 @@ def given_model(path: Path | None, studies: list[Study]) -> EngineModel | None:
     return model
 
 
-def _calibration(out: Path, studies: list[Study], profile: str, url: str, spark) -> Calibration | None:
+def _calibration(out: Path, studies: list[Study], profile: str, spark) -> Calibration | None:
     """The calibration this bench still needs: none with an engine study or a model already in ``out``."""
     from skewbench.bench.spark.run import machine_cores, master_status
 
     if any(s.spec.get("engine") for s in studies) or (out / "engine_model.json").exists():
         return None
-    status = master_status(url)
+    status = master_status(spark.sparkContext.master)
     return Calibration.for_bench(studies, profile, status=status, machine_cores=machine_cores(status),
                                  executor_memory=spark.sparkContext.getConf().get("spark.executor.memory", None),
                                  spark_version=spark.version)
@@ -267,7 +275,7 @@ def _calibrate(spark, out: Path, calibration: Calibration, progress, interrupts)
 def _announce_model(out: Path, studies: list[Study], how: str, log) -> None:
     """Say which engine model predicts this bench's runs."""
     engine = [s.name for s in studies if s.spec.get("engine")]
-    source = (f"fitted on the runs of the engine study {', '.join(engine)}" if engine
+    source = (f"the runs of the engine study {', '.join(engine)}, fitted once they are done" if engine
               else EngineModel.read(out / "engine_model.json").source)
     print(f"engine model: {how + ': ' if how else ''}{source}", file=log, flush=True)
 
@@ -320,8 +328,12 @@ def _run(spark, runs: Path, point: Point, interrupts) -> None:
     run(config_of(point, folder), spark=spark)
 
 
-def _record(out: Path, point: Point, studies: list[Study], profile: str, interrupts) -> None:
-    """A complete run's simulation, and the partial results table with it (no Spark: a Ctrl-C stops at once)."""
+def _measure(spark, out: Path, point: Point, studies: list[Study], profile: str, interrupts, step,
+             label: str) -> None:
+    """A point of the bench: its run, its simulation and the partial results table with it (no Spark in
+    those two: a Ctrl-C stops them at once)."""
+    step(label)
+    _run(spark, out / "runs", point, interrupts)
     with interrupts.raising():
         cached_work(point, out / "sim")
         _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)

@@ -53,7 +53,8 @@ def smoke_runs(folder: Path) -> list[str]:
     return ["## Every run of the smoke run", "",
             f"{len(data)} runs in {data['study'].nunique()} studies; {int(data['correct'].sum())} gave the "
             f"single-process reference's answer; in {int(data['sim_exact'].sum())} every worker's messages and "
-            "probes equal the simulator's exactly.", "", markdown(data[columns].round(0)), ""]
+            "probes equal the simulator's exactly.", "",
+            markdown(data[columns].round({"throughput": 0, "predicted_throughput": 0})), ""]
 
 
 def _error_ecdf(folder: Path, judged: pd.DataFrame) -> str:

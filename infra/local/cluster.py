@@ -305,6 +305,21 @@ def run_ansible(inventory, playbook="site.yml"):
     return sum(int(part.split("=")[1]) for part in recap.split() if part.startswith("changed="))
 
 
+def announce_installs():
+    """One line for each long install the plays are about to make, so that a first cluster-up says what it
+    is doing instead of looking hung (the plays themselves print only their recap)."""
+    versions = yaml.safe_load((ANSIBLE / "group_vars" / "all.yml").read_text())
+    if shutil.which("java") is None:
+        print(f"cluster: installing Java {versions['java_version']} ({versions['java_package']}) with apt: Spark "
+              f"runs on it; once")
+    python = NODE_VENV / "bin" / "python"
+    found = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('pyspark'))"],
+                           capture_output=True, text=True) if python.exists() else None
+    if found is None or found.stdout.strip() != versions["pyspark_version"]:
+        print(f"cluster: installing PySpark {versions['pyspark_version']}, pandas, psutil and skewbench into "
+              f"{NODE_VENV.name} (every local node's Python); once, a minute or two")
+
+
 # --- health -------------------------------------------------------------------------------------
 
 def master_json(state, timeout=2.0):
@@ -399,6 +414,7 @@ def up(args):
     else:
         check_ports_free(state)
     Path(directory, "state.json").write_text(json.dumps(state, indent=1))
+    announce_installs()
     run_ansible(write_inventory(state, args))
     if NODE_VENV.is_dir():
         Path(NODE_VENV, ".gitignore").write_text("*\n")
