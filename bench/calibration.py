@@ -23,17 +23,22 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+import skewbench
+import skewbench.bench
+import skewbench.workloads
 from skewbench.bench.prediction import EngineModel
 from skewbench.bench.studyfile import Point, Study, from_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[1]  # the repository, when the package runs from one (make setup)
 BATCHES = 8  # the first is the warm-up batch; medians over seven steady ones: a few % of noise, not 30
 #: What the code version covers: every Python source of the package (the routers, apps, pipeline, model).
-CODE = [Path(__file__).resolve().parents[1] / part for part in ("skewbench", "bench", "workloads")]
+CODE = [Path(module.__file__).parent for module in (skewbench, skewbench.bench, skewbench.workloads)]
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("SKEWBENCH_CACHE") or ROOT / ".cache") / "engine"
+    """``SKEWBENCH_CACHE``, else ``.cache`` in the checkout (in the working folder for an installed package)."""
+    default = CHECKOUT if (CHECKOUT / "pyproject.toml").exists() else Path.cwd()
+    return Path(os.environ.get("SKEWBENCH_CACHE") or default / ".cache") / "engine"
 
 
 def design(studies: list[Study], profile: str) -> Study:
@@ -52,8 +57,9 @@ def design(studies: list[Study], profile: str) -> Study:
 def code_digest() -> str:
     """A digest of every Python source the runs execute: any edit is another code version."""
     digest = hashlib.sha256()
-    for path in sorted(f for part in CODE for f in part.rglob("*.py")):
-        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    for part in CODE:
+        for path in sorted(part.rglob("*.py")):
+            digest.update(str(path.relative_to(part.parent)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
