@@ -73,12 +73,15 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
         raise BenchError(f"the studies need {needed} task slots (W = {needed}) but the cluster at {url} has {slots} "
                          f"free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
     _claim(out, studies, profile, order_seed, resume, given)
-    spark = session(url, "skewbench-bench")
-    try:
-        with deferred() as interrupts:
-            _run_plan(spark, out, studies, profile, order_seed, slots, interrupts, log)
-    finally:
-        spark.stop()
+    if _remaining(out, _phases(studies), profile) or _needs_calibration(out, studies):
+        spark = session(url, "skewbench-bench")
+        try:
+            with deferred() as interrupts:
+                _run_plan(spark, out, studies, profile, order_seed, slots, interrupts, log)
+        finally:
+            spark.stop()
+    else:  # a resumed bench whose runs are all complete (interrupted while it wrote its tables)
+        print("every run is complete: writing the tables", file=log, flush=True)
     with deferred() as interrupts, interrupts.raising():
         return finish(out, studies, profile,
                       {"master": url, "slots": slots, "profile": profile, "order_seed": order_seed})
@@ -245,11 +248,16 @@ def given_model(path: Path | None, studies: list[Study]) -> EngineModel | None:
     return model
 
 
+def _needs_calibration(out: Path, studies: list[Study]) -> bool:
+    """No engine study fits the bench's model and it has none in ``out`` yet."""
+    return not any(s.spec.get("engine") for s in studies) and not (out / "engine_model.json").exists()
+
+
 def _calibration(out: Path, studies: list[Study], profile: str, spark) -> Calibration | None:
-    """The calibration this bench still needs: none with an engine study or a model already in ``out``."""
+    """The calibration this bench still needs (:func:`_needs_calibration`), or None."""
     from skewbench.bench.spark.run import machine_cores, master_status
 
-    if any(s.spec.get("engine") for s in studies) or (out / "engine_model.json").exists():
+    if not _needs_calibration(out, studies):
         return None
     status = master_status(spark.sparkContext.master)
     return Calibration.for_bench(studies, profile, status=status, machine_cores=machine_cores(status),

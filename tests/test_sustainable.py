@@ -1,4 +1,6 @@
 """Sustainable throughput: the backlog verdict on constructed batch tables, and the search's steps."""
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -31,3 +33,14 @@ def test_search_brackets_then_bisects_and_stops():
     assert found <= capacity and found >= capacity / (1 + sus.PRECISION) ** 2
     assert sus.next_rate([(500.0, False)], start=500) == round(500 / sus.STEP)
     assert sus.sustainable_rate([(500.0, False)]) == 0.0
+
+
+def test_a_study_caps_its_search_and_a_profile_may_set_both():
+    from skewbench.bench.driver import _search_settings
+    from skewbench.bench.studyfile import load
+
+    tried = [(1000.0, True)]
+    assert sus.next_rate(tried, start=1000, max_runs=1) is None and sus.next_rate(tried, start=1000) == 1300
+    study = load(Path(__file__).resolve().parents[1] / "bench" / "studies" / "sustainable.yaml")
+    assert _search_settings(study, "default") == (sus.SECONDS, sus.MAX_RUNS)  # `sustainable: true`
+    assert _search_settings(study, "quick") == (3, 2)  # the smoke run's quick: {sustainable: {seconds: 3, runs: 2}}

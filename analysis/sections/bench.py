@@ -3,6 +3,7 @@ and sustainable-throughput studies on Spark."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +21,7 @@ def bench_results(folder: Path) -> list[str]:
     lines = ["## Every run of the bench — measured on Spark, predicted by the simulator", "",
              f"{len(data)} runs in {data['study'].nunique()} studies; {int(data['correct'].sum())} gave the "
              f"single-process reference's answer; in {int(data['sim_exact'].sum())} the messages and probes every "
-             "worker handled equal the simulator's exactly.", ""]
+             "worker handled equal the simulator's exactly.", "", *_engine_model(folder)]
     judged = data[data["predicted_throughput"].notna() & ~data["engine_study"].astype(bool)]
     if len(judged):
         error = judged["prediction_error"].abs()
@@ -39,6 +40,17 @@ def bench_results(folder: Path) -> list[str]:
                   markdown(worst[["study", "app", "scheme", "workers", "sources", "delay_ms", "throughput",
                                    "predicted_throughput", "prediction_error", "why"]].round(3)), ""]
     return lines + _matrix(folder, data[data["study"] == "matrix"])
+
+
+def _engine_model(folder: Path) -> list[str]:
+    """Which engine model turned the simulator's work into the predicted throughputs."""
+    path = folder / "engine_model.json"
+    model = json.loads(path.read_text()) if path.exists() else None
+    if not model:
+        return ["No engine model: no run is predicted (a bench without calibration runs and without "
+                "`--engine-model`).", ""]
+    return [f"The predictions' engine model ([engine_model.json](engine_model.json)): "
+            f"{model.get('source') or 'fitted on the engine studies'}.", ""]
 
 
 def smoke_runs(folder: Path) -> list[str]:

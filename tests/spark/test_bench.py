@@ -130,7 +130,7 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
     kept = complete_runs(out)
     code, log = finished(bench(*args, "--resume", conf=spark_cluster))
     assert code == 0, log[-4000:]
-    assert "warm-up run" in log and "[1/1]" in log  # nothing left to run
+    assert "every run is complete" in log and "warm-up run" not in log  # nothing left to run: no Spark
     table = pd.read_csv(out / "results.csv")
     assert sorted(table["run"]) == sorted(plan)  # every point once
     assert complete_runs(out) == kept  # complete runs were not run again
@@ -213,6 +213,8 @@ def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibrat
     assert str(cache) in model["source"] and model["runs"] == 2  # W, S and batch fixed: without and with delay
     table = pd.read_csv(tmp_path / "first" / "results.csv")
     assert len(table) == 1 and table["predicted_throughput"].notna().all() and table["sim_exact"].all()
+    assert f"The predictions' engine model ([engine_model.json](engine_model.json)): calibration {cache}" in (
+        tmp_path / "first" / "report.md").read_text()
 
     code, log = finished(bench(str(study), "--out", str(tmp_path / "second"), conf=spark_cluster, cache=cache))
     assert code == 0 and "the cached calibration" in log and "engine-calibration:" not in log, log[-3000:]
