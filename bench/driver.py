@@ -153,9 +153,14 @@ def _claim(out: Path, studies: list[Study], profile: str, order_seed: int, resum
         raise BenchError(f"--resume: {out} is complete (results.csv exists); nothing to do")
 
 
+def _engine_studies(studies: list[Study]) -> list[Study]:
+    """The studies whose runs calibrate the engine model (``engine: true``)."""
+    return [s for s in studies if s.spec.get("engine")]
+
+
 def _phases(studies: list[Study]) -> list[list[Study]]:
     """Engine calibration first, then the rest, then studies offered another study's measured rate."""
-    engine = [s for s in studies if s.spec.get("engine")]
+    engine = _engine_studies(studies)
     offered = [s for s in studies if s.spec.get("offered_rate")]
     return [engine, [s for s in studies if s not in engine and s not in offered], offered]
 
@@ -221,7 +226,7 @@ def _search(out: Path, studies: list[Study], profile: str, base: Point,
 def _model(out: Path, studies: list[Study], profile: str) -> EngineModel | None:
     """The engine model fitted on the engine studies' complete runs; without one, the bench's own
     ``engine_model.json`` (``--engine-model`` or the calibration); None while there is none yet."""
-    engine = [s for s in studies if s.spec.get("engine")]
+    engine = _engine_studies(studies)
     if not engine:
         path = out / "engine_model.json"
         return EngineModel.read(path) if path.exists() else None
@@ -236,7 +241,7 @@ def given_model(path: Path | None, studies: list[Study]) -> EngineModel | None:
     """``--engine-model FILE``, checked: a readable model, and no engine study in the bench to fit another."""
     if path is None:
         return None
-    engine = [s.name for s in studies if s.spec.get("engine")]
+    engine = [s.name for s in _engine_studies(studies)]
     if engine:
         raise BenchError(f"--engine-model {path}: the engine study {engine[0]!r} calibrates this bench itself; "
                          f"leave out one of them")
@@ -250,7 +255,7 @@ def given_model(path: Path | None, studies: list[Study]) -> EngineModel | None:
 
 def _needs_calibration(out: Path, studies: list[Study]) -> bool:
     """No engine study fits the bench's model and it has none in ``out`` yet."""
-    return not any(s.spec.get("engine") for s in studies) and not (out / "engine_model.json").exists()
+    return not _engine_studies(studies) and not (out / "engine_model.json").exists()
 
 
 def _calibration(out: Path, studies: list[Study], profile: str, spark) -> Calibration | None:
@@ -282,7 +287,7 @@ def _calibrate(spark, out: Path, calibration: Calibration, progress, interrupts)
 
 def _announce_model(out: Path, studies: list[Study], how: str, log) -> None:
     """Say which engine model predicts this bench's runs."""
-    engine = [s.name for s in studies if s.spec.get("engine")]
+    engine = [s.name for s in _engine_studies(studies)]
     source = (f"the runs of the engine study {', '.join(engine)}, fitted once they are done" if engine
               else EngineModel.read(out / "engine_model.json").source)
     print(f"engine model: {how + ': ' if how else ''}{source}", file=log, flush=True)
@@ -415,7 +420,7 @@ def _with_predictions(rows: pd.DataFrame, points: dict[str, Point], sim: Path,
 def _results(out: Path, studies: list[Study], profile: str) -> tuple[pd.DataFrame, dict | None]:
     """Every complete run of the plan as one table (sustainable-throughput searches included, with
     their verdicts), predictions beside."""
-    engine = {s.name for s in studies if s.spec.get("engine")}
+    engine = {s.name for s in _engine_studies(studies)}
     points = {p.name: p for phase in _phases(studies) for p in studies_points_done(phase, out, profile)}
     rows = [run_row(p, out / "runs" / name) for name, p in points.items() if _complete(out, p)]
     model = _model(out, studies, profile)
@@ -492,7 +497,7 @@ def rebuild(out: Path) -> pd.DataFrame:
     meta = out / "results.csv.meta.json"
     context = json.loads(meta.read_text())["config"] if meta.exists() else {}
     context = {k: v for k, v in context.items() if k in ("master", "slots")}
-    inputs = {"plan.json"} | ({"engine_model.json"} if not any(s.spec.get("engine") for s in studies) else set())
+    inputs = {"plan.json"} | (set() if _engine_studies(studies) else {"engine_model.json"})  # a model given or calibrated
     derived = [f for f in out.iterdir() if f.is_file() and f.name not in inputs]
     previous = Path(tempfile.mkdtemp(prefix=f"previous-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-", dir=out))
     for f in derived:
