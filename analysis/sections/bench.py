@@ -19,9 +19,7 @@ def bench_results(folder: Path) -> list[str]:
         return []
     data = pd.read_csv(path)
     lines = ["## Every run of the bench — measured on Spark, predicted by the simulator", "",
-             f"{len(data)} runs in {data['study'].nunique()} studies; {int(data['correct'].sum())} gave the "
-             f"single-process reference's answer; in {int(data['sim_exact'].sum())} the messages and probes every "
-             "worker handled equal the simulator's exactly.", "", *_engine_model(folder)]
+             _checked(data), "", *_engine_model(folder)]
     judged = data[data["predicted_throughput"].notna() & ~data["engine_study"].astype(bool)]
     if len(judged):
         error = judged["prediction_error"].abs()
@@ -40,6 +38,13 @@ def bench_results(folder: Path) -> list[str]:
                   markdown(worst[["study", "app", "scheme", "workers", "sources", "delay_ms", "throughput",
                                    "predicted_throughput", "prediction_error", "why"]].round(3)), ""]
     return lines + _matrix(folder, data[data["study"] == "matrix"])
+
+
+def _checked(data: pd.DataFrame) -> str:
+    """How many runs gave the reference's answer and the simulator's exact work per worker."""
+    return (f"{len(data)} runs in {data['study'].nunique()} studies; {int(data['correct'].sum())} gave the "
+            f"single-process reference's answer; in {int(data['sim_exact'].sum())} the messages and probes every "
+            "worker handled equal the simulator's exactly.")
 
 
 def _engine_model(folder: Path) -> list[str]:
@@ -63,9 +68,7 @@ def smoke_runs(folder: Path) -> list[str]:
     columns = ["study", "app", "scheme", "workers", "sources", "delay_ms", "correct", "sim_exact", "throughput",
                "predicted_throughput"]
     return ["## Every run of the smoke run", "",
-            f"{len(data)} runs in {data['study'].nunique()} studies; {int(data['correct'].sum())} gave the "
-            f"single-process reference's answer; in {int(data['sim_exact'].sum())} every worker's messages and "
-            "probes equal the simulator's exactly.", "",
+            _checked(data), "",
             markdown(data[columns].round({"throughput": 0, "predicted_throughput": 0})), ""]
 
 
