@@ -4,8 +4,10 @@ A bench's predictions turn the simulator's exact work per worker into throughput
 model (:class:`~skewbench.bench.prediction.EngineModel`) fitted on calibration runs.  A bench with an
 ``engine: true`` study fits it on that study's runs, and ``--engine-model FILE`` gives one; otherwise
 ``skewbench bench`` runs the short calibration :func:`design` draws from the bench's own points — sg
-(balanced) over their apps, their smallest and largest W, S and batch, one factor at a time around the
-smallest point, each without delay and at their median delay — so the model is fitted where it predicts.
+(balanced) over their apps, their smallest and largest W, S and batch per worker (a batch of W = 100's
+size at W = 10 would give each worker ten times the work), one factor at a time around the
+smallest point, each without delay and at their median delay, with their most common lever set — so the
+model is fitted where it predicts.
 
 It is cached in ``.cache/engine/<key>/`` (``SKEWBENCH_CACHE`` moves ``.cache``), the key a digest of
 the cluster's shape, the code and the design (:func:`key_parts`): a later bench on the same cluster
@@ -46,9 +48,12 @@ def design(studies: list[Study], profile: str) -> Study:
     points = [p for s in studies for p in s.points(profile)]
     apps = list(dict.fromkeys(p.app for p in points))
     delays = sorted({p.delay_ms for p in points if p.delay_ms > 0})
-    span = {f: sorted({min(getattr(p, f) for p in points), max(getattr(p, f) for p in points)})
-            for f in ("workers", "sources", "batch_rows")}
-    doc = {"name": "engine-calibration", "engine": True, "apps": apps, "schemes": "sg", **span,
+    per_worker = [-(-p.batch_rows // p.workers) for p in points]  # a batch's size scales with its W
+    span = {f: sorted({min(v), max(v)}) for f, v in (("workers", [p.workers for p in points]),
+                                                      ("sources", [p.sources for p in points]),
+                                                      ("batch_rows_per_worker", per_worker))}
+    levers = max({p.levers for p in points}, key=[p.levers for p in points].count)  # the bench's usual engine
+    doc = {"name": "engine-calibration", "engine": True, "apps": apps, "schemes": "sg", **span, "levers": levers,
            "delay_ms": [0.0] + ([statistics.median(delays)] if delays else []), "cross_with": ["delay_ms"],
            "design": "around", "batches": BATCHES}
     return from_spec(doc, Path("<the bench's engine calibration>"))
@@ -113,6 +118,7 @@ class Calibration:
 
     def describe(self) -> str:
         spec = self.study.spec
-        span = ", ".join(f"{k} {'–'.join(map(str, spec[k]))}" for k in ("workers", "sources", "batch_rows"))
+        span = ", ".join(f"{k} {'–'.join(map(str, spec[k]))}"
+                         for k in ("workers", "sources", "batch_rows_per_worker"))
         delays = " and ".join("no delay" if d == 0 else f"{d:g} ms" for d in spec["delay_ms"])
         return f"sg, {'/'.join(spec['apps'])}, {span}, {delays}"

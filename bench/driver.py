@@ -47,6 +47,7 @@ from skewbench.bench.interrupts import deferred
 from skewbench.bench.prediction import EngineModel, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.provenance import FORMAT_VERSION
+from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, canonical
 from skewbench.bench.studyfile import Point, Study, load_all
 from skewbench.simulator.metrics import stddev_pct
 
@@ -207,11 +208,10 @@ def _search(out: Path, studies: list[Study], profile: str, base: Point,
             model: EngineModel | None) -> tuple[list[tuple[Point, bool, float]], Point | None]:
     """A sustainable-throughput search of ``base`` replayed from the runs done: each run with its verdict
     and backlog slope, and the next run (None when the search is over).  It starts from the simulator's
-    predicted capacity (the measured peak where no engine study calibrates the model)."""
+    predicted capacity (the measured peak where no model predicts the point)."""
     seconds, max_runs = _search_settings(next(s for s in studies if s.name == base.study), profile)
-    if model is not None:
-        start = predict(base, cached_work(base, out / "sim"), model)["throughput"]
-    else:
+    start = predict(base, cached_work(base, out / "sim"), model)["throughput"] if model is not None else np.nan
+    if not np.isfinite(start):  # no model, or one of other levers
         start = json.loads((out / "runs" / base.name / "summary.json").read_text())["throughput_msgs_per_s"]
     tried: list[tuple[Point, bool, float]] = []
     while (rate := sustainable.next_rate([(p.rate, ok) for p, ok, _ in tried], start, max_runs)) is not None:
@@ -303,8 +303,9 @@ def _complete(out: Path, point: Point) -> bool:
 
 def _label(point: Point) -> str:
     rate = f", offered {point.rate:,.0f}/s" if point.rate else ""
+    levers = f", levers {point.levers}" if point.levers != canonical(LEVERS_DEFAULT) else ""
     return (f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} delay {point.delay_ms} ms "
-            f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}")
+            f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}")
 
 
 def config_of(point: Point, folder: Path):
@@ -313,7 +314,7 @@ def config_of(point: Point, folder: Path):
     return Config(app=point.app, scheme=point.scheme, workers=point.workers, sources=point.sources,
                   delay_ms=point.delay_ms, workload=point.workload, messages=point.messages, rate=point.rate,
                   batch_rows=point.batch_rows, seed=point.seed, split=point.split,
-                  aggregation_period=point.aggregation_period, out=str(folder))
+                  aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder))
 
 
 def _warm_up(spark, slots: int) -> None:
@@ -323,7 +324,8 @@ def _warm_up(spark, slots: int) -> None:
     with tempfile.TemporaryDirectory(prefix="skewbench-warmup-") as tmp:
         w = min(9, slots)
         warm = Point(study="warmup", app="wordcount", scheme="pkg", workers=w, sources=1, delay_ms=0.1, workload="wp",
-                     messages=5_000 * w, batch_rows=1_000 * w, rate=0.0, aggregation_period=0, split="shuffle", seed=0)
+                     messages=5_000 * w, batch_rows=1_000 * w, rate=0.0, aggregation_period=0, split="shuffle", seed=0,
+                     levers=canonical(LEVERS_DEFAULT))
         run(config_of(warm, Path(tmp) / "run"), spark=spark)
 
 

@@ -80,9 +80,9 @@ def simulate_point(point: Point) -> Work:
 
 
 def routed(point: Point) -> Point:
-    """The point with only what decides where messages go: the delay, the offered rate and word count's
-    aggregation period change how long the work takes, not the work."""
-    return replace(point, study="routes", delay_ms=0.0, rate=0.0, aggregation_period=0)
+    """The point with only what decides where messages go: the delay, the offered rate, word count's
+    aggregation period and the engine's levers change how long the work takes, not the work."""
+    return replace(point, study="routes", delay_ms=0.0, rate=0.0, aggregation_period=0, levers="none")
 
 
 def cached_work(point: Point, folder: Path) -> Work:
@@ -110,7 +110,9 @@ class EngineModel:
     commits and serves the others on the remaining cores): a batch takes ``serial · cost +
     max((1 − serial) · cost, busiest)``, ``serial`` fitted on the delayed calibration runs (1 — no
     overlap — without any).  ``per_copy``: each app's processing seconds per message copy.  ``source``:
-    which runs it was fitted on, for the reader of a prediction."""
+    which runs it was fitted on, for the reader of a prediction.  ``levers``: the engine's lever set of
+    those runs (the most common one among them); a run with other levers is not predicted ("" predicts
+    every run, as models fitted before levers existed did)."""
 
     intercept: float
     coef: dict[str, float]
@@ -118,11 +120,15 @@ class EngineModel:
     runs: int
     serial: float = 1.0
     source: str = ""
+    levers: str = ""
 
     @classmethod
     def fit(cls, rows: pd.DataFrame) -> EngineModel | None:
-        """Fitted on calibration rows (None without a no-delay one)."""
+        """Fitted on calibration rows (None without a no-delay one), those with their most common lever set."""
         rows = rows[rows["overhead_median_s"].notna()]
+        levers = rows["levers"].mode().iloc[0] if "levers" in rows and len(rows) else ""
+        if levers:
+            rows = rows[rows["levers"] == levers]
         bare = rows[rows["delay_ms"] == 0]
         if bare.empty:
             return None
@@ -139,7 +145,7 @@ class EngineModel:
             varied.remove(negative[0])
         per_copy = bare.groupby("app")["busy_per_copy_s"].median().dropna()
         model = cls(float(solution[0]), {t: float(c) for t, c in zip(varied, solution[1:])},
-                    {app: float(v) for app, v in per_copy.items()}, len(rows))
+                    {app: float(v) for app, v in per_copy.items()}, len(rows), levers=levers)
         delayed = rows[rows["delay_ms"] > 0]
         if len(delayed):
             model.serial = model._fit_serial(delayed)
@@ -170,12 +176,12 @@ class EngineModel:
 
     def to_json(self) -> dict:
         return {"intercept_s": self.intercept, "coef_s": self.coef, "per_copy_s": self.per_copy, "runs": self.runs,
-                "serial": self.serial, "terms": list(TERMS), "source": self.source}
+                "serial": self.serial, "terms": list(TERMS), "source": self.source, "levers": self.levers}
 
     @classmethod
     def from_json(cls, data: dict) -> EngineModel:
         return cls(data["intercept_s"], data["coef_s"], data["per_copy_s"], data["runs"], data["serial"],
-                   data.get("source", ""))
+                   data.get("source", ""), data.get("levers", ""))
 
     @classmethod
     def read(cls, path: Path) -> EngineModel:
@@ -191,7 +197,9 @@ class EngineModel:
 def predict(point: Point, work: Work, model: EngineModel) -> dict:
     """For ``point``: ``throughput`` (messages/s, see the module docstring), and the median over the
     steady batches of the engine's time beyond the busiest worker (``overhead_s``) and of the busiest
-    worker's work (``busiest_s``)."""
+    worker's work (``busiest_s``); NaN for a run whose levers are not the model's."""
+    if model.levers and point.levers != model.levers:
+        return {"throughput": np.nan, "overhead_s": np.nan, "busiest_s": np.nan}
     sizes = np.minimum(point.batch_rows, point.messages - point.batch_rows * np.arange(len(work.store)))
     steady = slice(1, None) if len(sizes) > 1 else slice(None)  # the warm-up batch is not measured
     per_copy = point.delay_ms / 1000 + model.copy_seconds(point.app)

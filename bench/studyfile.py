@@ -16,9 +16,10 @@ A study names *factors* — lists of values — and how to combine them::
 
 Factors (a scalar means a one-element list): ``apps``, ``schemes``, ``workers``, ``sources``,
 ``delay_ms``, ``workloads``, ``rate`` (offered messages/s, open loop; 0 = as fast as it goes),
-``aggregation_period`` (word count's T), ``split`` (``shuffle`` | ``key``), ``batch_rows`` /
-``batch_rows_per_worker``.  ``design: cross`` runs every combination; ``design: around`` runs the
-*centre* (the first value of every factor) and, for each factor, its other values with every other
+``aggregation_period`` (word count's T), ``split`` (``shuffle`` | ``key``), ``levers`` (the engine's
+levers on: ``default``, ``none``, ``all`` or names joined by ``+``; :mod:`~skewbench.bench.spark.engine`),
+``batch_rows`` / ``batch_rows_per_worker``.  ``design: cross`` runs every combination; ``design: around``
+runs the *centre* (the first value of every factor) and, for each factor, its other values with every other
 factor at the centre (Montgomery's one-factor-at-a-time).  ``cross_with: [schemes]`` crosses the named
 factors with the design of the others (every scheme at every point of an ``around`` sweep).
 ``include`` adds points: each entry sets some factors (a list crosses its values with the entry's
@@ -53,9 +54,10 @@ import jsonschema
 import yaml
 
 from skewbench.bench.comparisons import COMPARISONS
+from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, canonical, parse as parse_levers
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
-           "split", "batch_rows", "batch_rows_per_worker")
+           "split", "levers", "batch_rows", "batch_rows_per_worker")
 MAX_WORKERS = 1000
 PROFILES = ("quick", "default", "full")
 MAX_DELAY_MS = 100
@@ -78,6 +80,7 @@ _FACTOR_ITEMS = {
     "rate": {"type": "number", "minimum": 0},
     "aggregation_period": {"type": "integer", "minimum": 0},
     "split": {"enum": ["shuffle", "key"]},
+    "levers": {"type": "string", "minLength": 1},
     "batch_rows": _COUNT,
     "batch_rows_per_worker": _COUNT,
 }
@@ -116,7 +119,9 @@ SCHEMA = {
     "not": {"anyOf": [{"required": ["messages", "batches"]}, {"required": ["batch_rows", "batch_rows_per_worker"]}]},
 }
 DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0], "aggregation_period": [0],
-            "split": ["shuffle"], "repeats": 1, "design": "cross", "batches": 5}
+            "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "repeats": 1, "design": "cross", "batches": 5}
+#: The lever set of a study saved before levers existed (a kept bench's plan.json): Spark as configured.
+LEVERS_BEFORE = "none"
 
 
 class StudyError(ValueError):
@@ -140,11 +145,16 @@ class Point:
     aggregation_period: int
     split: str
     seed: int
+    levers: str = LEVERS_BEFORE  # the engine's levers (:mod:`~skewbench.bench.spark.engine`)
 
     @property
     def name(self) -> str:
-        """The run's folder name: readable, and unique through a digest of every field."""
-        digest = hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:8]
+        """The run's folder name: readable, and unique through a digest of every field (``levers`` only when
+        on, so that runs made before levers existed keep their names)."""
+        fields = asdict(self)
+        if self.levers == LEVERS_BEFORE:
+            del fields["levers"]
+        digest = hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
         return (f"{self.study}-{self.app}-{self.scheme}-W{self.workers}-S{self.sources}-d{self.delay_ms:g}"
                 f"-s{self.seed}-{digest}")
 
@@ -189,7 +199,8 @@ class Study:
                      sources=c["sources"], delay_ms=float(c["delay_ms"]),
                      workload=c["workloads"] or make_app(c["apps"]).default_workload, messages=messages,
                      batch_rows=min(rows, messages), rate=float(rate if rate is not None else c["rate"]),
-                     aggregation_period=c["aggregation_period"], split=c["split"], seed=seed)
+                     aggregation_period=c["aggregation_period"], split=c["split"], seed=seed,
+                     levers=canonical(c.get("levers", LEVERS_BEFORE)))
 
 
 def _as_list(value) -> list:
@@ -273,6 +284,11 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
             check_supported(make_scheme(scheme, 2))
         except ValueError as exc:
             raise _fail(path, prefix + "schemes", str(exc)) from None
+    for levers in spec["levers"]:
+        try:
+            parse_levers(levers)
+        except LeverError as exc:
+            raise _fail(path, prefix + "levers", str(exc)) from None
     if any(spec["aggregation_period"]) and set(spec["apps"]) != {"wordcount"}:
         raise _fail(path, prefix + "aggregation_period", "applies to wordcount only")
     for spec_text in (w for w in spec["workloads"] if w):

@@ -122,7 +122,7 @@ def cmd_speed(args) -> int:
 
 
 RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "rate", "batch_rows",
-               "master", "seed", "split", "delay_mode", "aggregation_period", "out")
+               "master", "seed", "split", "delay_mode", "aggregation_period", "levers", "out")
 
 
 def _in_cluster_python(command: str, argv: list[str]) -> None:
@@ -172,6 +172,34 @@ def cmd_run(args) -> int:
           f"delay {summary['delay_mode']} error {summary['delay']['error'] or 0:+.2%}")
     print(f"wrote {args.out}")
     return 0 if summary["correct"] else EXIT_FAILED
+
+
+def cmd_profile(args) -> int:
+    from skewbench.bench.spark.run import Config, RunError, check
+
+    config = Config(**{k: getattr(args, k) for k in RUN_OPTIONS})
+    try:
+        check(config, need_cluster=False)
+    except RunError as exc:
+        raise UsageError(str(exc)) from None
+    _in_cluster_python("profile", [part for k in RUN_OPTIONS if getattr(args, k) is not None
+                                   for part in (f"--{k.replace('_', '-')}", str(getattr(args, k)))])
+    from skewbench.bench.spark.profile import profile
+
+    try:
+        threads, execs = profile(config, sys.stderr)
+    except (RunError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"skewbench: interrupted; {args.out}/run.partial is marked INCOMPLETE", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    batches = threads["seconds"].sum() / threads["per_batch"].sum() if threads["per_batch"].sum() else 0
+    print(f"CPU of the steady batches ({batches:.0f}), by role and thread, largest first:")
+    print(threads.head(15).to_string(index=False, formatters={"share": "{:.1%}".format}))
+    print("programs exec'd during the run: " + ("perf cannot trace here" if execs is None else
+          ", ".join(f"{name} {count}" for name, count in execs.head(8).items()) or "none"))
+    print(f"wrote {args.out}")
+    return 0
 
 
 def cmd_bench(args) -> int:
@@ -277,6 +305,33 @@ def cmd_workloads(args) -> int:
     return 0
 
 
+def add_run_options(run) -> None:
+    """The options of `skewbench run` (and of `skewbench profile`, which makes one)."""
+    run.add_argument("--app", required=True, help="wordcount, selfjoin or naivebayes")
+    run.add_argument("--scheme", required=True, help="see `skewbench schemes` (pkg-global and pkg-probe are refused)")
+    run.add_argument("--workers", type=int, required=True, metavar="W", help="worker slots (Spark partitions)")
+    run.add_argument("--sources", type=int, default=1, metavar="S", help="source partitions, 1..W (default 1)")
+    run.add_argument("--delay-ms", type=float, default=0.0, metavar="D", help="injected work per message copy")
+    run.add_argument("--workload", metavar="SPEC", help="default: the app's (wp, ticks:..., docs:...)")
+    run.add_argument("--messages", type=int, default=50_000, metavar="N", help="stream length (default 50000)")
+    run.add_argument("--rate", type=float, default=0.0, metavar="R",
+                     help="offered messages/s, open loop (default 0: all available at once)")
+    run.add_argument("--batch-rows", type=int, metavar="N", help="most messages per micro-batch (default N/10)")
+    run.add_argument("--master", metavar="URL", help="spark://HOST:7077 (default: spark.master of SPARK_CONF_DIR)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the workload and the hash functions")
+    run.add_argument("--split", choices=("shuffle", "key"), default="shuffle", help="how messages reach sources")
+    run.add_argument("--delay-mode", choices=("spin", "sleep"),
+                     help="spin (CPU busy loop) or sleep; default spin when W <= real cores, else sleep")
+    run.add_argument("--aggregation-period", type=int, default=0, metavar="T",
+                     help="wordcount: a worker sends its partial counts every T of its micro-batches and drops "
+                          "them (default 0: it keeps every counter and sends each batch's counts)")
+    run.add_argument("--levers", default="default", metavar="SET",
+                     help="the engine's levers on: default (those measured to help), none (Spark as configured), "
+                          "all, or names joined by + (fs-checkpoints, no-crc, no-fork, pack, unload-on-commit; "
+                          "see docs/engine.md)")
+    run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skewbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -327,26 +382,17 @@ def build_parser() -> argparse.ArgumentParser:
                                      "slots (app state, injected delay) -> results checked against a single-process "
                                      "reference. Runs the driver with .venv-cluster/bin/python (re-executes itself "
                                      "there) on the cluster of SPARK_CONF_DIR (default .cluster/loadgen/conf).")
-    run.add_argument("--app", required=True, help="wordcount, selfjoin or naivebayes")
-    run.add_argument("--scheme", required=True, help="see `skewbench schemes` (pkg-global and pkg-probe are refused)")
-    run.add_argument("--workers", type=int, required=True, metavar="W", help="worker slots (Spark partitions)")
-    run.add_argument("--sources", type=int, default=1, metavar="S", help="source partitions, 1..W (default 1)")
-    run.add_argument("--delay-ms", type=float, default=0.0, metavar="D", help="injected work per message copy")
-    run.add_argument("--workload", metavar="SPEC", help="default: the app's (wp, ticks:..., docs:...)")
-    run.add_argument("--messages", type=int, default=50_000, metavar="N", help="stream length (default 50000)")
-    run.add_argument("--rate", type=float, default=0.0, metavar="R",
-                     help="offered messages/s, open loop (default 0: all available at once)")
-    run.add_argument("--batch-rows", type=int, metavar="N", help="most messages per micro-batch (default N/10)")
-    run.add_argument("--master", metavar="URL", help="spark://HOST:7077 (default: spark.master of SPARK_CONF_DIR)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the workload and the hash functions")
-    run.add_argument("--split", choices=("shuffle", "key"), default="shuffle", help="how messages reach sources")
-    run.add_argument("--delay-mode", choices=("spin", "sleep"),
-                     help="spin (CPU busy loop) or sleep; default spin when W <= real cores, else sleep")
-    run.add_argument("--aggregation-period", type=int, default=0, metavar="T",
-                     help="wordcount: a worker sends its partial counts every T of its micro-batches and drops "
-                          "them (default 0: it keeps every counter and sends each batch's counts)")
-    run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
+    add_run_options(run)
     run.set_defaults(func=cmd_run)
+
+    profile = sub.add_parser("profile", help="one `skewbench run` with the CPU of every Spark thread and the programs "
+                                             "it forks (local cluster)",
+                             description="Makes one run into OUT/run on the local cluster and writes OUT/threads.csv "
+                                         "(CPU seconds of the steady batches per role and thread of the driver, "
+                                         "executors and Python workers) and, where perf may trace, OUT/execs.csv "
+                                         "(programs exec'd). Same options as `skewbench run`.")
+    add_run_options(profile)
+    profile.set_defaults(func=cmd_profile)
 
     bench = sub.add_parser("bench", help="run study files on the Spark cluster: one row per run, predictions beside",
                            description="Run every point of the study files (bench/studies/*.yaml) on the cluster "

@@ -41,12 +41,14 @@ def test_the_design_spans_the_bench_points_one_factor_at_a_time(tiny):
     points = study.points()
     assert {p.scheme for p in points} == {"sg"} and study.spec["engine"] is True
     assert {p.delay_ms for p in points} == {0.0, 0.4}  # no delay, and the median of the bench's delays
-    centre = [p for p in points if (p.app, p.workers, p.sources) == ("wordcount", 4, 1)]
+    centre = [p for p in points if (p.app, p.workers, p.sources, p.batch_rows) == ("wordcount", 4, 1, 2000)]
     assert len(centre) == 2  # the smallest point, without and with delay
-    # around the centre: selfjoin, W = 8, S = 2, each at both delays; the batch is the bench's own
-    assert len(points) == 2 * 4 and {p.batch_rows for p in points} == {4000}
-    assert {(p.app, p.workers, p.sources) for p in points} == {("wordcount", 4, 1), ("selfjoin", 4, 1),
-                                                               ("wordcount", 8, 1), ("wordcount", 4, 2)}
+    # around the centre: selfjoin, W = 8, S = 2 and the bigger batch, each at both delays; a batch per worker
+    # is the bench's smallest or largest (4000 rows at W = 4 or 8: 500 and 1000 per worker)
+    assert len(points) == 2 * 5 and {-(-p.batch_rows // p.workers) for p in points} == {500, 1000}
+    assert {(p.app, p.workers, p.sources, p.batch_rows) for p in points} == {
+        ("wordcount", 4, 1, 2000), ("selfjoin", 4, 1, 2000), ("wordcount", 8, 1, 4000), ("wordcount", 4, 2, 2000),
+        ("wordcount", 4, 1, 4000)}
     assert all(p.messages == calibration.BATCHES * p.batch_rows for p in points)
 
 

@@ -1,4 +1,5 @@
-"""The engine's efficiency on Spark (``make bench``): sg at 1 ms against the ideal W / delay."""
+"""The engine on Spark (``make bench``): its levers off and on, and its efficiency (sg at 1 ms against
+the ideal W / delay)."""
 
 from __future__ import annotations
 
@@ -6,30 +7,80 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import seaborn as sns
+from skewbench.analysis.repeats import BOOTSTRAPS, SEED, compare, interval
 from skewbench.analysis.sections.common import figure, load, markdown
+
+#: Issue 20's goal for the engine's overhead per batch without delay, by W (seconds).
+OVERHEAD_GOAL = {10: 0.4, 20: 0.6, 50: 1.2, 100: 2.0}
+
+
+def levers(folder: Path) -> list[str]:
+    """The ``levers`` study: the engine's overhead per batch by W with each lever set, repeats as 95 % intervals."""
+    from skewbench.bench.spark.engine import LEVERS
+
+    data = load(folder, "levers")
+    if data is None:
+        return []
+    order = sorted(set(data["levers"]), key=lambda s: (s != "none", -s.count("+"), s))  # none, then the bigger sets
+    grid = sns.catplot(data=data, x="workers", y="overhead_median_s", hue="levers", hue_order=order, kind="point",
+                       errorbar=("ci", 95), n_boot=BOOTSTRAPS, seed=SEED, dodge=0.3, height=3.2, aspect=1.6)
+    grid.set(xlabel="workers W", ylabel="engine overhead per batch (s)")
+    rows = []
+    for (workers, lever_set), runs in data.groupby(["workers", "levers"]):
+        off = interval(data.loc[(data.workers == workers) & (data.levers == "none"), "overhead_median_s"])
+        on = interval(runs["overhead_median_s"])
+        rows.append({"W": workers, "levers": lever_set, "runs": on.n, "overhead s [95 % CI]": str(on),
+                     "÷ none": on.mean / off.mean, "vs none": compare(on, off, lever_set, "none")
+                     if lever_set != "none" else "", "goal s": OVERHEAD_GOAL.get(workers, np.nan),
+                     "messages/s": runs["throughput"].mean()})
+    table = pd.DataFrame(rows).sort_values(["W", "levers"], key=lambda c: c.map(order.index) if c.name == "levers"
+                                           else c)
+    slopes = {lever_set: np.polyfit(runs["workers"], runs["overhead_median_s"], 1)[0]
+              for lever_set, runs in data.groupby("levers") if runs["workers"].nunique() > 1}
+    return ["## The engine's levers — overhead per batch, each off and on", "",
+            "sg word count without delay: a batch's duration beyond its busiest worker is the engine's own cost. "
+            "Each lever (docs/engine.md) is a session setting, so every lever set ran in the same Spark "
+            "application, in random order, with seeds as repeats; the intervals are 95 % bootstrap intervals "
+            "over the seeds, and a lever set whose interval overlaps none's is *not distinguishable* from it.", "",
+            *[f"- `{name}`: {lever.why}" for name, lever in LEVERS.items()
+              if any(name in s.split("+") or s == "all" for s in order)], "",
+            figure(folder, "levers", grid), "", markdown(table.round(3)), "",
+            "Cost of one more worker partition (slope of the overhead from the smallest to the largest W): "
+            + ", ".join(f"{name} {1000 * slope:.0f} ms" for name, slope in sorted(slopes.items(),
+                                                                             key=lambda kv: order.index(kv[0])))
+            + " per batch.", ""]
 
 
 def efficiency(folder: Path) -> list[str]:
-    """Engine efficiency (``make bench``): sg at 1 ms vs. the ideal W / delay, and the per-batch cost."""
+    """Engine efficiency (``make bench``): sg at 1 ms vs. the ideal W / delay, and the per-batch cost; means over
+    the seeds, the efficiency with its 95 % interval."""
     data = load(folder, "efficiency")
     if data is None:
         return []
     delayed, bare = data[data.delay_ms > 0], data[data.delay_ms == 0]
-    table = delayed[["workers", "batch_rows", "throughput", "ideal", "efficiency", "overhead_median_s",
-                     "batch_median_s"]].merge(bare[["workers", "throughput"]].rename(
-                         columns={"throughput": "no-delay throughput"}), on="workers", how="left")
-    table["overhead s / worker"] = table["overhead_median_s"] / table["workers"]
-    table["python PSS GiB"] = [_peak_gib(folder, run, "python_worker", "peak_pss_mib") for run in delayed["run"]]
-    table["executors RSS GiB"] = [_peak_gib(folder, run, "executor", "peak_rss_mib") for run in delayed["run"]]
+    rows = []
+    for workers, runs in delayed.groupby("workers"):
+        mean = runs[["throughput", "efficiency", "overhead_median_s", "batch_median_s"]].mean()
+        rows.append({"workers": workers, "runs": len(runs), "batch_rows": runs["batch_rows"].iloc[0],
+                     "throughput": mean["throughput"], "ideal": runs["ideal"].iloc[0], "efficiency": mean["efficiency"],
+                     "efficiency [95 % CI]": str(interval(runs["efficiency"])),
+                     "overhead_median_s": mean["overhead_median_s"], "batch_median_s": mean["batch_median_s"],
+                     "no-delay throughput": bare.loc[bare["workers"] == workers, "throughput"].mean(),
+                     "overhead s / worker": mean["overhead_median_s"] / workers,
+                     "python PSS GiB": max(_peak_gib(folder, r, "python_worker", "peak_pss_mib") for r in runs["run"]),
+                     "executors RSS GiB": max(_peak_gib(folder, r, "executor", "peak_rss_mib") for r in runs["run"])})
+    table = pd.DataFrame(rows)
     long = pd.concat([delayed.assign(run="sg, 1 ms"), bare.assign(run="sg, no delay"),
                       delayed.assign(run="ideal W / delay", throughput=delayed["ideal"])])
     grid = sns.relplot(data=long, x="workers", y="throughput", hue="run", kind="line", marker="o", height=3,
-                       aspect=1.5)
+                       aspect=1.5, errorbar=("ci", 95), n_boot=BOOTSTRAPS, seed=SEED)
     grid.set(xlabel="workers W", ylabel="messages/s")
     return ["## Engine efficiency — sg, 1 ms per message, W = 10 … 100", "",
-            figure(folder, "efficiency", grid), "", *_overhead_parts(folder, delayed), markdown(table.round(3)), "",
+            figure(folder, "efficiency", grid), "", *_overhead_parts(folder, delayed),
+            markdown(table.drop(columns="efficiency").round(3)), "",
             "Overhead = batch duration − the busiest worker's busy time (median over the batches), drawn above "
             "in the three parts where it is paid. It has a part per worker (one Spark task, one state-store "
             "version and one Python call per worker and batch) and a part per message (routing, Arrow, shuffle, "
@@ -51,9 +102,10 @@ def _overhead_parts(folder: Path, delayed: pd.DataFrame) -> list[str]:
     """A stacked bar per W of the engine overhead per batch, split where it is paid (runs that recorded it)."""
     if not set(OVERHEAD_PARTS) <= set(delayed.columns):
         return []
-    parts = delayed.set_index("workers")[list(OVERHEAD_PARTS)].rename(columns=OVERHEAD_PARTS).sort_index()
+    parts = delayed.groupby("workers")[list(OVERHEAD_PARTS)].mean().rename(columns=OVERHEAD_PARTS)  # over seeds
     ax = parts.plot.bar(stacked=True, figsize=(6, 3.2), rot=0)
-    ax.set(xlabel="workers W", ylabel="seconds per batch (median)", title="engine overhead per batch")
+    ax.set(xlabel="workers W", ylabel="seconds per batch (median, mean of seeds)",
+           title="engine overhead per batch")
     ax.legend(fontsize=7, loc="upper left")
     return [figure(folder, "efficiency_overhead", ax.figure), ""]
 

@@ -28,10 +28,14 @@ def default_mode(slots: int, cores: int) -> str:
     return "spin" if slots <= cores else "sleep"
 
 
-def burn(count: int, delay: float, mode: str) -> float:
+def burn(count: int, delay: float, mode: str, since: float | None = None) -> float:
     """Spend ``delay`` seconds per message for ``count`` messages; return the seconds spent.
 
-    ``spin`` returns thread CPU seconds, ``sleep`` wall seconds.
+    ``spin`` returns thread CPU seconds, ``sleep`` wall seconds.  ``since`` (sleep only, a
+    :func:`time.perf_counter` reading): the work began then, not now.  Workers sharing a Spark task
+    (the ``pack`` lever) each sleep until the task's start plus their own work, as on a slot of their
+    own; a worker is late only when the ones before it in the task took longer, and the seconds
+    returned (from ``since``) say so.
 
     >>> round(burn(20, 0.001, "sleep"), 2)
     0.02
@@ -49,7 +53,7 @@ def burn(count: int, delay: float, mode: str) -> float:
                 pass
         return clock() - start
     clock = time.perf_counter
-    start = clock()
+    start = clock() if since is None else since
     target = start + count * delay
     while (remaining := target - clock()) > 0:  # sleep may return early (a signal)
         time.sleep(remaining)

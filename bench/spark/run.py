@@ -2,10 +2,12 @@
 
 The query: the "skewbench" source (S partitions, open loop, each routing its messages with its
 scheme, :mod:`~skewbench.bench.spark.routing`) → worker stage (``applyInPandasWithState`` on W groups,
-worker *i* on partition *i*: ``spark.sql.shuffle.partitions = W`` and the group key is a preimage,
-:func:`preimages`) → ``foreachBatch`` on the driver, which writes every batch's app outputs and
-worker metrics as Parquet.  The run ends when all N messages have been processed and every worker
-sent its final state; then ``app.combine`` (outputs + states) is compared with ``app.reference``.
+worker *i* on partition *i* mod P: ``spark.sql.shuffle.partitions = P`` and the group key is a preimage,
+:func:`preimages`; P = W, or the machine's cores with the ``pack`` lever,
+:func:`~skewbench.bench.spark.engine.worker_tasks`) → ``foreachBatch`` on the driver, which writes
+every batch's app outputs and worker metrics as Parquet.  The run ends when all N messages have been
+processed and every worker sent its final state; then ``app.combine`` (outputs + states) is compared
+with ``app.reference``.
 
 Written into ``DIR.partial`` and renamed to ``DIR`` when complete (an ``INCOMPLETE`` marker is left
 after a failure or Ctrl-C):
@@ -21,7 +23,8 @@ after a failure or Ctrl-C):
 * ``stages.parquet`` — Spark's task metrics per stage (REST API); ``resources.parquet`` — CPU and RSS
   of every Spark JVM and Python worker during the run (psutil agent; local cluster);
 * ``summary.json`` (:func:`~skewbench.bench.spark.summary.summarize`) and ``run.meta.json``
-  (versions, commit, cluster shape from the master, config, delay mode).
+  (versions, commit, cluster shape from the master, config, delay mode, the levers' settings and the
+  worker stage's tasks).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ import pandas as pd
 
 from skewbench.bench.interrupts import deferred
 from skewbench.bench.progress import clock
+from skewbench.bench.spark import engine
+from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT
 from skewbench.bench.spark.latency import first_arrival, message_latency
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
 
@@ -72,6 +77,7 @@ class Config:
     delay_mode: str | None = None  # default: default_mode(W, cores)
     aggregation_period: int = 0  # word count's T in micro-batches (0: counters kept, no flush)
     out: str = ""
+    levers: str = LEVERS_DEFAULT  # the engine's levers on in this run (:mod:`~skewbench.bench.spark.engine`)
 
 
 # -- checks before Spark ------------------------------------------------------------------------------
@@ -162,6 +168,10 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     if config.delay_mode not in (None, *MODES):
         raise RunError(f"--delay-mode must be one of {', '.join(MODES)}")
     try:
+        engine.parse(config.levers)
+    except engine.LeverError as exc:
+        raise RunError(f"--levers: {exc}") from None
+    try:
         check_supported(make_scheme(config.scheme, config.workers, seed=config.seed))
     except ValueError as exc:
         raise RunError(str(exc)) from None
@@ -186,20 +196,21 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
 # -- the query ------------------------------------------------------------------------------------------
 
 def preimages(spark, count: int, partitions: int) -> np.ndarray:
-    """``v[i]`` with ``pmod(hash(cast(v[i] as bigint)), partitions) == i``, computed by Spark itself.
+    """Distinct ``v[i]`` with ``pmod(hash(cast(v[i] as bigint)), partitions) == i % partitions``, computed by
+    Spark itself: worker *i* runs in task ``i % partitions`` (in task *i* when there are W partitions).
 
     The group columns must then be bigint (an int literal hashes differently)."""
     from pyspark.sql import functions as F
 
-    span = 64 * partitions
+    span, per = 64 * count, -(-count // partitions)
     ids = spark.range(0, span, numPartitions=1)  # one task: the default (one per core) costs 100 tasks
-    found = (ids.select("id", F.expr(f"pmod(hash(id), {partitions})").alias("p"))
-             .groupBy("p").agg(F.min("id").alias("v")).collect())
+    found = (ids.select("id", F.expr(f"pmod(hash(id), {partitions})").alias("p")).groupBy("p")
+             .agg(F.slice(F.sort_array(F.collect_list("id")), 1, per).alias("v")).collect())
     table = {row["p"]: row["v"] for row in found}
-    missing = [i for i in range(count) if i not in table]
+    missing = [i for i in range(count) if len(table.get(i % partitions, ())) <= i // partitions]
     if missing:
-        raise RuntimeError(f"no preimage below {span} for partitions {missing}")
-    return np.array([table[i] for i in range(count)], dtype=np.int64)
+        raise RuntimeError(f"no preimage below {span} for workers {missing}")
+    return np.array([table[i % partitions][i // partitions] for i in range(count)], dtype=np.int64)
 
 
 class Collector:
@@ -242,14 +253,14 @@ class Collector:
         self.last_batch = batch_id
 
 
-def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str):
+def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str, tasks: int):
     from pyspark.sql import functions as F
 
     from skewbench.bench.spark import workers
     from skewbench.bench.spark.source import SkewbenchDataSource
 
     spark.dataSource.register(SkewbenchDataSource)
-    groups = preimages(spark, config.workers, config.workers)
+    groups = preimages(spark, config.workers, tasks)
     routed = (spark.readStream.format("skewbench")
               .option("workload", config.workload or app.default_workload).option("messages", config.messages)
               .option("seed", config.seed).option("sources", config.sources).option("split", config.split)
@@ -261,7 +272,8 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
                                                 F.col("worker") + 1))
     worked = (routed.groupBy("wg")
-              .applyInPandasWithState(workers.worker(app, config.delay_ms / 1000, config.delay_mode),
+              .applyInPandasWithState(workers.worker(app, config.delay_ms / 1000, config.delay_mode,
+                                                     packed=tasks < config.workers),
                                       workers.SCHEMA, "blob binary", "append", "NoTimeout"))
     return (worked.writeStream.outputMode("append").foreachBatch(collector)
             .option("checkpointLocation", str(folder / "checkpoint")).start())
@@ -291,21 +303,23 @@ def engine_and_resources(spark, folder: Path, start: float) -> dict:
     try:
         stages = metrics.stage_metrics(spark, start)
     except (OSError, ValueError) as exc:
-        engine = {"error": f"Spark REST API: {exc}"}
+        tasks = {"error": f"Spark REST API: {exc}"}
     else:
         stages.to_parquet(folder / "stages.parquet", index=False)
-        engine = metrics.stage_summary(stages)
+        tasks = metrics.stage_summary(stages)
     cluster = local_cluster_dir()
     if cluster is None:
-        return {"engine": engine, "resources": {"note": "on VMs the samples stay on the nodes: make cluster-collect"}}
+        return {"engine": tasks, "resources": {"note": "on VMs the samples stay on the nodes: make cluster-collect"}}
     samples = metrics.resource_samples(cluster, start, time.time())
     samples.to_parquet(folder / "resources.parquet", index=False)
-    return {"engine": engine, "resources": metrics.resource_summary(samples)}
+    return {"engine": tasks, "resources": metrics.resource_summary(samples)}
 
 
 def session(url: str, name: str):
     """A SparkSession on ``url`` configured for the pipeline."""
     from pyspark.sql import SparkSession
+
+    from skewbench.bench.calibration import cache_root
 
     # A driver started as plain `python` (not spark-submit) ignores spark.pyspark.python and would send
     # executors `python3` from their PATH, which lacks the project: name the interpreter explicitly.
@@ -313,7 +327,10 @@ def session(url: str, name: str):
     # The driver's JVM reads spark-defaults.conf (the cluster's secret) from here: without it the
     # master drops the connection and the driver waits 60 s for "All masters are unresponsive".
     os.environ.setdefault("SPARK_CONF_DIR", str(conf_dir()))
-    spark = (SparkSession.builder.master(url).appName(name)
+    builder = SparkSession.builder.master(url).appName(name)
+    if jar := engine.lever_jar(cache_root().parent / "java"):  # the no-fork lever's class
+        builder = builder.config("spark.jars", str(jar))
+    spark = (builder
              .config("spark.python.daemon.module",
                      spark_default("spark.python.daemon.module") or "skewbench.bench.spark.daemon")
              .config("spark.sql.streaming.numRecentProgressUpdates", 100_000)
@@ -331,9 +348,10 @@ def session(url: str, name: str):
     return spark
 
 
-def run(config: Config, log=sys.stderr, spark=None) -> dict:
+def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
     """One run; returns the summary (also written to ``DIR/summary.json``).  With ``spark`` given the
-    run reuses that session (several runs in one application) and leaves it running."""
+    run reuses that session (several runs in one application) and leaves it running.  ``profiler``
+    (:class:`~skewbench.bench.spark.profile.Profiler`) is told the batches done while the run waits."""
     from skewbench.bench.provenance import write_metadata
     from skewbench.bench.spark.delay import default_mode
     from skewbench.bench.spark import shared
@@ -354,16 +372,23 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
     own = spark is None
     if own:
         spark = session(url, f"skewbench-run-{config.app}-{config.scheme}-W{config.workers}")
-    spark.conf.set("spark.sql.shuffle.partitions", config.workers)
+    tasks = engine.worker_tasks(config.levers, config.workers, machine_cores(status), delay_mode)
+    spark.conf.set("spark.sql.shuffle.partitions", tasks)
+    try:
+        levers = engine.apply(spark, config.levers)
+    except engine.LeverError as exc:
+        raise RunError(f"--levers: {exc}") from None
     collector = Collector(folder)
     query = None
     try:
         with deferred() as interrupts:
             started, wall_start = time.monotonic(), time.time()
-            query = start_query(spark, config, app, folder, collector, shared.share(spark, stream))
+            query = start_query(spark, config, app, folder, collector, shared.share(spark, stream), tasks)
             last = 0.0
             while collector.done < stream.messages or len(collector.states) < config.workers:
                 interrupts.check()
+                if profiler is not None:
+                    profiler.observe(collector.batches)
                 if query.exception() is not None or not query.isActive:
                     raise RuntimeError(f"the streaming query failed: {query.exception()}")
                 time.sleep(0.2)
@@ -375,6 +400,8 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
                     print(f"messages {collector.done:,} of {stream.messages:,} ({100 * share:.0f}%)  batches "
                           f"{collector.batches}  elapsed {clock(elapsed)}  ETA {clock(eta)}", file=log, flush=True)
             elapsed = time.monotonic() - started
+            if profiler is not None:
+                profiler.finish(collector.batches)
             progress = final_progress(query, collector.last_batch)
             query.stop()
             query = None
@@ -383,7 +410,7 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
             batches["messages"] = [len(collector.latency.get(b, ())) for b in batches["batch"]]  # done in the batch
             batches["first_arrival"] = [collector.arrival.get(b, np.nan) for b in batches["batch"]]  # intended time
             batches.to_parquet(folder / "batches.parquet", index=False)
-            summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode)
+            summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode, tasks)
             summary |= engine_and_resources(spark, folder, wall_start)
             (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
             meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),
@@ -391,8 +418,8 @@ def run(config: Config, log=sys.stderr, spark=None) -> dict:
                     | {"workers": [{k: w.get(k) for k in ("host", "cores", "memory", "state")}
                                    for w in status.get("workers", [])]},
                     "machine_cores": machine_cores(status), "delay_mode": delay_mode,
-                    "shuffle_partitions": config.workers, "batch_rows": batch_rows(config),
-                    "spark_version": spark.version}
+                    "shuffle_partitions": tasks, "batch_rows": batch_rows(config),
+                    "spark_version": spark.version, "engine_settings": levers}
             write_metadata(folder / "run", meta)
             interrupts.check()  # the last moment a Ctrl-C leaves the run incomplete
             marker.unlink()

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from skewbench.bench.spark.engine import canonical
+
 if TYPE_CHECKING:
     from skewbench.bench.spark.run import Collector, Config
 
@@ -73,7 +75,7 @@ def mean_counters(metrics: pd.DataFrame) -> float:
 
 
 def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
-              delay_mode: str) -> dict:
+              delay_mode: str, tasks: int | None = None) -> dict:
     metrics = pd.concat(collector.metrics, ignore_index=True)
     files = sorted((collector.folder / "outputs").glob("batch-*.parquet"))
     parts = lambda: ((int(p.stem.split("-")[1]), pd.read_parquet(p)) for p in files)  # noqa: E731  one at a time
@@ -97,7 +99,7 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
         "app": config.app, "scheme": config.scheme, "workload": config.workload or app.default_workload,
         "messages": stream.messages, "workers": W, "sources": config.sources, "split": config.split,
         "delay_ms": config.delay_ms, "delay_mode": delay_mode, "rate": config.rate, "seed": config.seed,
-        "correct": correct,
+        "levers": canonical(config.levers), "correct": correct,
         "batches": int(len(batches)), "elapsed_seconds": elapsed,
         "warmup": f"batch {first} ({len(collector.latency.get(first, []))} messages) excluded",
         "throughput_msgs_per_s": float(throughput),
@@ -117,5 +119,6 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
                   "error": float(actual.sum() / intended.sum() - 1) if intended.sum() > 0 else None,
                   "max_batch_error": float(np.max(np.abs(actual[sizable] / intended[sizable] - 1)))
                   if sizable.any() else None},
-        "partitions_match_workers": bool((metrics["partition"] == metrics["worker"]).all()),
+        "worker_tasks": tasks or W,  # worker i ran in task i % worker_tasks
+        "partitions_match_workers": bool((metrics["partition"] == metrics["worker"] % (tasks or W)).all()),
     }

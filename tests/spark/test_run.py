@@ -2,19 +2,24 @@
 
 Fidelity: for kg, sg and pkg (S=2, W=4, a Zipf stream, shuffle and key split) the messages each Spark
 worker stored equal the simulator's per-worker loads for the same stream, seed and split, exactly;
-worker *i* ran on Spark partition *i*; for every scheme the pipeline runs (adaptive ones with a table
-fitted on a warm-up prefix) and every app, the answer equals the single-process reference: word
-counts, self-join pairs, Naive Bayes model and accuracy (probes to 1, 2 and W workers).  A run
-interrupted with Ctrl-C leaves only ``OUT.partial`` with its INCOMPLETE marker.
+worker *i* ran on Spark partition *i* mod P (P = 2 tasks: the cluster's machine has 2 cores and the
+``pack`` lever shares them among the W = 4 sleeping workers; P = W with the levers off); for every
+scheme the pipeline runs (adaptive ones with a table fitted on a warm-up prefix) and every app, the answer equals the single-process reference: word
+counts, self-join pairs, Naive Bayes model and accuracy (probes to 1, 2 and W workers).  Every run has
+every engine lever on but the key-split ones, which run Spark as configured, and the CLI run, which has
+the default set: all give the same answers, and only Spark as configured writes Hadoop's ``.crc`` files.  A run interrupted with Ctrl-C
+leaves only ``OUT.partial`` with its INCOMPLETE marker.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +57,7 @@ CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
 def config(scheme, split, out, app="wordcount"):
     return {"app": app, "scheme": scheme, "workers": W, "sources": S, "delay_ms": 0.05,
             "workload": APP_WORKLOADS[app], "messages": MESSAGES, "batch_rows": MESSAGES // 2, "split": split,
-            "out": str(out)}
+            "levers": "none" if split == "key" else "all", "out": str(out)}
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +81,11 @@ def check_run(out: Path, scheme: str, split: str, app: str = "wordcount"):
     assert (out / "run.meta.json").exists() and not (out / "INCOMPLETE").exists()
     assert summary["engine"]["tasks"] >= W and (out / "stages.parquet").exists(), summary["engine"]
     assert {"executor", "python_worker"} <= set(summary["resources"]), summary["resources"]
+    checksums = list((out / "checkpoint").rglob("*.crc"))  # none with the no-crc / no-fork levers
+    assert bool(checksums) == (summary["levers"] == "none"), summary["levers"]
+    state_files = list((out / "checkpoint" / "state").rglob("*.delta"))
+    assert state_files and {p.stat().st_mode & 0o777 for p in state_files} == {0o644}  # no-fork's chmod too
     if app == "wordcount":  # the periodic top-k ends at the reference's top-k
-        import pandas as pd
-
         from skewbench.bench.apps import make_app
         from skewbench.workloads import parse
 
@@ -101,6 +108,8 @@ def check_run(out: Path, scheme: str, split: str, app: str = "wordcount"):
 @pytest.mark.parametrize("app,scheme,split", CASES)
 def test_run_matches_simulator_and_reference(runs, app, scheme, split):
     check_run(runs[app, scheme, split], scheme, split, app)
+    levers = json.loads((runs[app, scheme, split] / "summary.json").read_text())["levers"]
+    assert levers == ("none" if split == "key" else "all")
 
 
 @pytest.mark.spark
@@ -137,11 +146,15 @@ def test_cli_run_with_a_fitted_table(spark_cluster, tmp_path):
     """Through the CLI from the project's venv (it re-executes itself in .venv-cluster): llfd."""
     out = tmp_path / "run"
     c = config("llfd", "shuffle", out)
+    del c["levers"]  # the default set
     args = [a for k, v in c.items() for a in (f"--{k.replace('_', '-')}", str(v))]
     done = skewbench("run", *args, env={"SPARK_CONF_DIR": str(spark_cluster)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "correct=True" in done.stdout and "messages 3,000 of 3,000" in done.stderr
     check_run(out, "llfd", "shuffle")
+    summary = json.loads((out / "summary.json").read_text())
+    packed = W if summary["delay_mode"] == "spin" else min(W, os.cpu_count())  # a task per core, W = 4 sleeping
+    assert summary["levers"] == "fs-checkpoints+no-crc+pack" and summary["worker_tasks"] == packed
 
 
 @pytest.mark.spark
@@ -239,3 +252,35 @@ def test_existing_out_is_refused(tmp_path):
 def test_unsupported_scheme_is_a_usage_error(tmp_path, scheme, message):
     done = skewbench("run", "--app", "wordcount", "--scheme", scheme, "--workers", "2", "--out", str(tmp_path / "x"))
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+# -- skewbench profile: one run, and the CPU of every Spark thread over it ------------------------------
+
+ROLES = {"driver", "driver_python", "executor", "python"}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_profile_splits_the_runs_cpu_by_role_and_thread(spark_cluster, tmp_path):
+    out = tmp_path / "profile"
+    done = skewbench("profile", "--app", "wordcount", "--scheme", "sg", "--workers", "4", "--messages", "8000",
+                     "--batch-rows", "1000", "--levers", "none", "--out", str(out),
+                     env={"SPARK_CONF_DIR": str(spark_cluster)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert json.loads((out / "run" / "summary.json").read_text())["correct"]
+    threads = pd.read_csv(out / "threads.csv")
+    seconds = threads.groupby("role")["seconds"].sum()
+    assert set(seconds.index) == ROLES and (seconds > 0).all(), seconds
+    tasks = threads[threads["thread"].str.startswith("Executor task launch worker")]
+    assert len(tasks) == 1 and tasks["seconds"].iloc[0] > 0  # one row: the numbers are folded
+    assert threads["share"].sum() == pytest.approx(1.0) and "CPU of the steady batches (7)" in done.stdout
+    if shutil.which("perf") and (out / "execs.csv").exists():  # without the levers Hadoop forks chmod per file
+        execs = pd.read_csv(out / "execs.csv").set_index("program")["count"]
+        assert execs.get("chmod", 0) > 0, execs
+
+
+def test_profile_refuses_an_existing_out(tmp_path):
+    (tmp_path / "p").mkdir()
+    done = skewbench("profile", "--app", "wordcount", "--scheme", "sg", "--workers", "2", "--out", str(tmp_path / "p"))
+    assert done.returncode == 2 and "exists" in done.stderr, done.stderr
+    assert list((tmp_path / "p").iterdir()) == []
