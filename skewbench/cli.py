@@ -144,7 +144,9 @@ def _in_cluster_python(command: str, argv: list[str]) -> None:
     os.execv(str(CLUSTER_PYTHON), [str(CLUSTER_PYTHON), "-m", "skewbench.cli", command, *argv])
 
 
-def cmd_run(args) -> int:
+def _checked_run_config(command: str, args):
+    """The run options as a Config, checked where no Spark is needed, then (re-executing this command in
+    .venv-cluster where PySpark is missing) ready for the driver."""
     from skewbench.bench.spark.run import Config, RunError, check
 
     config = Config(**{k: getattr(args, k) for k in RUN_OPTIONS})
@@ -152,9 +154,14 @@ def cmd_run(args) -> int:
         check(config, need_cluster=False)
     except RunError as exc:
         raise UsageError(str(exc)) from None
-    _in_cluster_python("run", [part for k in RUN_OPTIONS if getattr(args, k) is not None
-                               for part in (f"--{k.replace('_', '-')}", str(getattr(args, k)))])
-    from skewbench.bench.spark.run import run
+    _in_cluster_python(command, [part for k in RUN_OPTIONS if getattr(args, k) is not None
+                                 for part in (f"--{k.replace('_', '-')}", str(getattr(args, k)))])
+    return config
+
+
+def cmd_run(args) -> int:
+    config = _checked_run_config("run", args)
+    from skewbench.bench.spark.run import RunError, run
 
     try:
         summary = run(config)
@@ -175,16 +182,9 @@ def cmd_run(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    from skewbench.bench.spark.run import Config, RunError, check
-
-    config = Config(**{k: getattr(args, k) for k in RUN_OPTIONS})
-    try:
-        check(config, need_cluster=False)
-    except RunError as exc:
-        raise UsageError(str(exc)) from None
-    _in_cluster_python("profile", [part for k in RUN_OPTIONS if getattr(args, k) is not None
-                                   for part in (f"--{k.replace('_', '-')}", str(getattr(args, k)))])
+    config = _checked_run_config("profile", args)
     from skewbench.bench.spark.profile import profile
+    from skewbench.bench.spark.run import RunError
 
     try:
         threads, execs = profile(config, sys.stderr)

@@ -3,9 +3,9 @@
 ``skewbench profile [run options] --out DIR`` makes one ``skewbench run`` into ``DIR/run`` on a local
 cluster and, over its steady batches (from the end of the first to the end of the last), reads from
 ``/proc`` the CPU seconds of every thread of the run's Spark processes: the driver's JVM, the
-executors and their Python workers.  Threads are grouped by role and name with numbers folded
-("Executor task launch worker-12" → "Executor task launch worker-N"), so JIT compilers, GC, task
-threads and RPC show apart.  Where ``perf`` may trace the scheduler it also counts the programs the
+executors and their Python workers.  Threads are grouped by role and by name as the kernel keeps it
+(15 characters) with numbers folded ("Executor task l", "CN CompilerThre" for C1/C2, "GC ThreadN"), so
+JIT compilers, GC, task threads and RPC show apart.  Where ``perf`` may trace the scheduler it also counts the programs the
 machine exec'd during the run (Hadoop's ``chmod`` and ``readlink`` forks without its native library).
 
 Writes ``DIR/threads.csv`` (role, thread, seconds, per batch, share of all) and ``DIR/execs.csv``
