@@ -224,7 +224,7 @@ def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibrat
     code, log = finished(bench(str(study), "--out", str(tmp_path / "third"), "--engine-model", str(given),
                                conf=spark_cluster, cache=tmp_path / "empty"))
     assert code == 0 and f"engine model: --engine-model {given}" in log, log[-3000:]
-    assert not (tmp_path / "empty").exists()  # nothing calibrated
+    assert not (tmp_path / "empty" / "engine").exists()  # nothing calibrated (the no-fork lever's jar is there)
     third = json.loads((tmp_path / "third" / "engine_model.json").read_text())
     assert third["source"].startswith(f"--engine-model {given}") and third["intercept_s"] == model["intercept_s"]
     assert pd.read_csv(tmp_path / "third" / "results.csv")["predicted_throughput"].notna().all()
