@@ -187,14 +187,13 @@ def cmd_profile(args) -> int:
     from skewbench.bench.spark.run import RunError
 
     try:
-        threads, execs = profile(config, sys.stderr)
+        threads, execs, batches = profile(config, sys.stderr)
     except (RunError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
         print(f"skewbench: interrupted; {args.out}/run.partial is marked INCOMPLETE", file=sys.stderr)
         return EXIT_INTERRUPTED
-    batches = threads["seconds"].sum() / threads["per_batch"].sum() if threads["per_batch"].sum() else 0
-    print(f"CPU of the steady batches ({batches:.0f}), by role and thread, largest first:")
+    print(f"CPU of the steady batches ({batches}), by role and thread, largest first:")
     print(threads.head(15).to_string(index=False, formatters={"share": "{:.1%}".format}))
     print("programs exec'd during the run: " + ("perf cannot trace here" if execs is None else
           ", ".join(f"{name} {count}" for name, count in execs.head(8).items()) or "none"))

@@ -28,10 +28,10 @@ def levers(folder: Path) -> list[str]:
     grid = sns.catplot(data=data, x="workers", y="overhead_median_s", hue="levers", hue_order=order, kind="point",
                        errorbar=("ci", 95), n_boot=BOOTSTRAPS, seed=SEED, dodge=0.3, height=3.2, aspect=1.6)
     grid.set(xlabel="workers W", ylabel="engine overhead per batch (s)")
+    none = {w: interval(runs["overhead_median_s"]) for w, runs in data[data.levers == "none"].groupby("workers")}
     rows = []
     for (workers, lever_set), runs in data.groupby(["workers", "levers"]):
-        off = interval(data.loc[(data.workers == workers) & (data.levers == "none"), "overhead_median_s"])
-        on = interval(runs["overhead_median_s"])
+        off, on = none.get(workers, interval([])), interval(runs["overhead_median_s"])
         rows.append({"W": workers, "levers": lever_set, "runs": on.n, "overhead s [95 % CI]": str(on),
                      "÷ none": on.mean / off.mean, "vs none": compare(on, off, lever_set, "none")
                      if lever_set != "none" else "", "goal s": OVERHEAD_GOAL.get(workers, np.nan),
@@ -42,7 +42,7 @@ def levers(folder: Path) -> list[str]:
               for lever_set, runs in data.groupby("levers") if runs["workers"].nunique() > 1}
     return ["## The engine's levers — overhead per batch, each off and on", "",
             "sg word count without delay: a batch's duration beyond its busiest worker is the engine's own cost. "
-            "Each lever (docs/engine.md) is a session setting, so every lever set ran in the same Spark "
+            "Each lever (docs/engine.md) is a setting of a run, so every lever set ran in the same Spark "
             "application, in random order, with seeds as repeats; the intervals are 95 % bootstrap intervals "
             "over the seeds, and a lever set whose interval overlaps none's is *not distinguishable* from it.", "",
             *[f"- `{name}`: {lever.why}" for name, lever in LEVERS.items()

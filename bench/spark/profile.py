@@ -5,8 +5,9 @@ cluster and, over its steady batches (from the end of the first to the end of th
 ``/proc`` the CPU seconds of every thread of the run's Spark processes: the driver's JVM, the
 executors and their Python workers.  Threads are grouped by role and by name as the kernel keeps it
 (15 characters) with numbers folded ("Executor task l", "CN CompilerThre" for C1/C2, "GC ThreadN"), so
-JIT compilers, GC, task threads and RPC show apart.  Where ``perf`` may trace the scheduler it also counts the programs the
-machine exec'd during the run (Hadoop's ``chmod`` and ``readlink`` forks without its native library).
+JIT compilers, GC, task threads and RPC show apart.  Where ``perf`` may trace the scheduler it also
+counts the programs the machine exec'd during the run (Hadoop's ``chmod`` and ``readlink`` forks
+without its native library).
 
 Writes ``DIR/threads.csv`` (role, thread, seconds, per batch, share of all) and ``DIR/execs.csv``
 (program, count, per batch), and prints both, largest first.  A process that both starts and ends
@@ -43,11 +44,17 @@ def spark_processes(app_id: str) -> dict[int, str]:
     workers, and this (the driver's Python) process."""
     import psutil
 
+    def cmdline(proc) -> list[str]:
+        try:
+            return proc.cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):  # ended meanwhile (a fork of Hadoop's, a git)
+            return []
+
     found = {os.getpid(): "driver_python"}  # foreachBatch runs here
-    found |= {p.pid: "driver" for p in psutil.Process().children(recursive=True) if role(p.cmdline()) == "driver"}
+    found |= {p.pid: "driver" for p in psutil.Process().children(recursive=True) if role(cmdline(p)) == "driver"}
     for proc in psutil.process_iter(["cmdline"]):
-        cmdline = proc.info["cmdline"] or []
-        if role(cmdline) == "executor" and app_id in cmdline:
+        line = proc.info["cmdline"] or []
+        if role(line) == "executor" and app_id in line:
             found[proc.pid] = "executor"
             found |= {child.pid: "python" for child in proc.children(recursive=True)}
     return found
@@ -120,7 +127,8 @@ class Profiler:
 
     app_id: str
     readings: list = field(default_factory=list)  # (batches done, thread times)
-    table: pd.DataFrame | None = None  # by :meth:`finish`
+    table: pd.DataFrame | None = None  # by :meth:`finish`, over ``steady`` batches
+    steady: int = 0
 
     def observe(self, batches: int) -> None:
         if batches >= 1 and not self.readings:
@@ -130,11 +138,13 @@ class Profiler:
         if not self.readings:  # a run of one batch: from its end, nothing steady to read
             raise ValueError("the run had no steady batch to profile: give more --messages than --batch-rows")
         first, before = self.readings[0]
-        self.table = thread_table(before, thread_times(spark_processes(self.app_id)), batches - first)
+        self.steady = batches - first
+        self.table = thread_table(before, thread_times(spark_processes(self.app_id)), self.steady)
 
 
-def profile(config, log) -> tuple[pd.DataFrame, pd.Series | None]:
-    """One run of ``config`` (its ``out`` is the profile's folder: the run goes to ``out/run``), profiled."""
+def profile(config, log) -> tuple[pd.DataFrame, pd.Series | None, int]:
+    """One run of ``config`` (its ``out`` is the profile's folder: the run goes to ``out/run``), profiled:
+    the threads' CPU, the programs exec'd (None where perf cannot trace) and the steady batches read."""
     from skewbench.bench.spark.run import RunError, check, local_cluster_dir, master_url, run, session
 
     out = Path(config.out)
@@ -164,4 +174,4 @@ def profile(config, log) -> tuple[pd.DataFrame, pd.Series | None]:
         batches = summary["batches"]
         execs.rename_axis("program").reset_index(name="count").assign(
             per_batch=lambda t: t["count"] / batches).to_csv(out / "execs.csv", index=False)
-    return threads, execs
+    return threads, execs, profiler.steady

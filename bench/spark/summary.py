@@ -75,7 +75,7 @@ def mean_counters(metrics: pd.DataFrame) -> float:
 
 
 def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
-              delay_mode: str, tasks: int | None = None) -> dict:
+              delay_mode: str, tasks: int) -> dict:
     metrics = pd.concat(collector.metrics, ignore_index=True)
     files = sorted((collector.folder / "outputs").glob("batch-*.parquet"))
     parts = lambda: ((int(p.stem.split("-")[1]), pd.read_parquet(p)) for p in files)  # noqa: E731  one at a time
@@ -119,6 +119,6 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
                   "error": float(actual.sum() / intended.sum() - 1) if intended.sum() > 0 else None,
                   "max_batch_error": float(np.max(np.abs(actual[sizable] / intended[sizable] - 1)))
                   if sizable.any() else None},
-        "worker_tasks": tasks or W,  # worker i ran in task i % worker_tasks
-        "partitions_match_workers": bool((metrics["partition"] == metrics["worker"] % (tasks or W)).all()),
+        "worker_tasks": tasks,  # worker i ran in task i % worker_tasks
+        "partitions_match_workers": bool((metrics["partition"] == metrics["worker"] % tasks).all()),
     }
