@@ -326,8 +326,8 @@ def add_run_options(run) -> None:
                           "them (default 0: it keeps every counter and sends each batch's counts)")
     run.add_argument("--levers", default="default", metavar="SET",
                      help="the engine's levers on: default (those measured to help), none (Spark as configured), "
-                          "all, or names joined by + (fs-checkpoints, no-crc, no-fork, pack, unload-on-commit; "
-                          "see docs/engine.md)")
+                          "all, or names joined by + (fs-checkpoints, no-crc, no-fork, pack, defer-sleep, "
+                          "unload-on-commit; see docs/engine.md)")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
 
 

@@ -126,3 +126,40 @@ def test_a_packed_worker_sleeps_until_its_tasks_start_plus_its_own_work():
     began = time.perf_counter()
     late = burn(10, 0.01, "sleep", since=began - 0.5)  # its 0.1 s ended long ago: no sleep
     assert late >= 0.5 and time.perf_counter() - began < 0.3
+
+
+class Counting:
+    """The least an app does for :func:`work_batch`: it keeps how many rows it handled."""
+
+    def process(self, state, rows):
+        return state + len(rows), None
+
+    def state_entries(self, state):
+        return 1
+
+
+def test_a_deferred_worker_handles_its_rows_at_once_and_owes_its_sleep_to_the_tasks_closing_group():
+    """defer-sleep: the worker's record says its work ends at the task's start plus its delay and handling,
+    the closing group sleeps until then, and a worker that comes after the closing group sleeps itself."""
+    import time
+
+    import pandas as pd
+
+    from skewbench.bench.spark.workers import close, work_batch
+
+    rows = lambda n: pd.DataFrame({"seq": range(n), "role": "store", "t_intended": 0.0})  # noqa: E731
+    clock = {"since": time.perf_counter(), "defers": True, "until": 0.0, "closed": False}
+    state, record = work_batch(Counting(), 0, rows(10), 0.02, "sleep", 0, 0, clock)
+    assert state == 10 and not clock["closed"]
+    assert time.perf_counter() < clock["since"] + 0.2 <= clock["until"]  # 0.2 s of delay owed, none slept
+    assert record["delay_actual"] >= 0.2 and record["t_end"] > time.time()
+    close(clock)
+    assert clock["closed"] and time.perf_counter() >= clock["until"]
+    work_batch(Counting(), 0, rows(20), 0.02, "sleep", 1, 0, clock)  # after its task's closing group
+    assert time.perf_counter() >= clock["since"] + 0.4
+
+
+@pytest.mark.parametrize("spec,tasks,closers", [("all", 2, 2), ("pack+defer-sleep", 2, 2), ("pack", 2, 0),
+                                                ("defer-sleep", 100, 0), ("all", 100, 0)])
+def test_a_closing_group_per_task_only_when_deferred_workers_share_tasks(spec, tasks, closers):
+    assert engine.closers(spec, 100, tasks) == closers

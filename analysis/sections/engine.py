@@ -60,6 +60,8 @@ def efficiency(folder: Path) -> list[str]:
     data = load(folder, "efficiency")
     if data is None:
         return []
+    if "levers" in data:  # the bench's own lever set; a lever left out is the levers section's to compare
+        data = data[data["levers"] == data["levers"].mode()[0]]
     delayed, bare = data[data.delay_ms > 0], data[data.delay_ms == 0]
     rows = []
     for workers, runs in delayed.groupby("workers"):

@@ -52,9 +52,12 @@ def burn(count: int, delay: float, mode: str, since: float | None = None) -> flo
             while clock() < target:
                 pass
         return clock() - start
-    clock = time.perf_counter
-    start = clock() if since is None else since
-    target = start + count * delay
-    while (remaining := target - clock()) > 0:  # sleep may return early (a signal)
+    start = time.perf_counter() if since is None else since
+    sleep_until(start + count * delay)
+    return time.perf_counter() - start
+
+
+def sleep_until(target: float) -> None:
+    """Sleep until the :func:`time.perf_counter` reading ``target`` (at once if it has passed)."""
+    while (remaining := target - time.perf_counter()) > 0:  # sleep may return early (a signal)
         time.sleep(remaining)
-    return clock() - start

@@ -18,7 +18,11 @@ without it share one Spark application and one bench (the ``levers`` factor of a
   instead of a task each, when more workers than cores sleep their injected delay: each worker stays
   a group with its own state, and sleeps until the task's start plus its own work, as it would on a
   slot of its own (:func:`~skewbench.bench.spark.delay.burn`), so only the task's fixed costs — launch,
-  deserialization, a state store, a Python call, a commit — are paid per core instead of per worker.
+  deserialization, a state store, a Python call, a commit — are paid per core instead of per worker;
+* ``defer-sleep`` — with ``pack``, a task's workers handle their rows at once and one closing group,
+  last in the task, sleeps until the last of them is done (:func:`~skewbench.bench.spark.workers.close`):
+  without it each worker's own handling waits for the sleep of the one before it, and the task's
+  workers, one after another, add theirs to the batch (0.75 s at W = 100 on 2 cores).
 
 A lever set is written ``default`` (:data:`KEPT`, the levers measured to help), ``none``, ``all`` or lever
 names joined by ``+`` (``fs-checkpoints+no-crc``).
@@ -45,6 +49,7 @@ class Lever:
     why: str
     settings: dict[str, str]  # Spark session settings (Hadoop's keys pass through to its configuration)
     packs: bool = False  # the query's layout: several workers per Spark task (:func:`worker_tasks`)
+    defers: bool = False  # packed workers' sleep deferred to one closing group per task (:func:`closers`)
 
 
 _UNCACHED = {"fs.file.impl.disable.cache": "true"}
@@ -65,6 +70,10 @@ LEVERS = {
         "the W workers in as many Spark tasks as the machine has cores, not one task each, when their delay "
         "is slept: a task's fixed cost is paid per core, not per worker",
         {}, packs=True),
+    "defer-sleep": Lever(
+        "with pack, a task's workers handle their rows at once and one closing group sleeps for them all: "
+        "no worker's handling waits for another's sleep",
+        {}, defers=True),
     "unload-on-commit": Lever(
         "each state store closed when its task commits (SPARK-51823): no store left loaded on the executor, "
         "so no locality preference and no report of it to the driver's coordinator per task",
@@ -72,7 +81,7 @@ LEVERS = {
 }
 #: The levers measured to help, each against the set without it (docs/engine.md): the ``default`` set.
 #: no-fork is not in it: in place of no-crc it was not distinguishable (95 % intervals over 3 seeds).
-KEPT = ("fs-checkpoints", "no-crc", "pack")
+KEPT = ("fs-checkpoints", "no-crc", "pack", "defer-sleep")
 #: Levers this process cannot apply, and why (no-fork when its class did not compile: :func:`lever_jar`).
 UNAVAILABLE: dict[str, str] = {}
 DEFAULT = "default"
@@ -113,8 +122,17 @@ def settings(spec: str) -> dict[str, str]:
 def worker_tasks(spec: str, workers: int, cores: int, delay_mode: str) -> int:
     """The Spark tasks (shuffle partitions) of the worker stage: one per worker, or with ``pack`` and slept
     delays one per core (a spun delay needs a core per worker: they cannot share a task)."""
-    packs = any(LEVERS[name].packs for name in parse(spec))
-    return min(workers, max(cores, 1)) if packs and delay_mode == "sleep" else workers
+    return min(workers, max(cores, 1)) if uses(spec, "packs") and delay_mode == "sleep" else workers
+
+
+def uses(spec: str, flag: str) -> bool:
+    """Whether a lever of the set changes the query as ``flag`` (a :class:`Lever` field: packs, defers) says."""
+    return any(getattr(LEVERS[name], flag) for name in parse(spec))
+
+
+def closers(spec: str, workers: int, tasks: int) -> int:
+    """The closing groups of the worker stage: one per task when ``defer-sleep`` meets packed workers, else 0."""
+    return tasks if uses(spec, "defers") and tasks < workers else 0
 
 
 def apply(spark, spec: str) -> dict[str, str]:

@@ -4,7 +4,8 @@ The query: the "skewbench" source (S partitions, open loop, each routing its mes
 scheme, :mod:`~skewbench.bench.spark.routing`) → worker stage (``applyInPandasWithState`` on W groups,
 worker *i* on partition *i* mod P: ``spark.sql.shuffle.partitions = P`` and the group key is a preimage,
 :func:`preimages`; P = W, or the machine's cores with the ``pack`` lever,
-:func:`~skewbench.bench.spark.engine.worker_tasks`) → ``foreachBatch`` on the driver, which writes
+:func:`~skewbench.bench.spark.engine.worker_tasks`, and with ``defer-sleep`` one closing group more per
+task) → ``foreachBatch`` on the driver, which writes
 every batch's app outputs and worker metrics as Parquet.  The run ends when all N messages have been
 processed and every worker sent its final state; then ``app.combine`` (outputs + states) is compared
 with ``app.reference``.
@@ -253,27 +254,29 @@ class Collector:
         self.last_batch = batch_id
 
 
-def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str, tasks: int):
+def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str, tasks: int,
+                closers: int = 0):
     from pyspark.sql import functions as F
 
     from skewbench.bench.spark import workers
     from skewbench.bench.spark.source import SkewbenchDataSource
 
     spark.dataSource.register(SkewbenchDataSource)
-    groups = preimages(spark, config.workers, tasks)
+    groups = preimages(spark, config.workers + closers, tasks)  # a closing group sorts after its task's workers
     routed = (spark.readStream.format("skewbench")
               .option("workload", config.workload or app.default_workload).option("messages", config.messages)
               .option("seed", config.seed).option("sources", config.sources).option("split", config.split)
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
               .option("app", config.app).option("scheme", config.scheme).option("workers", config.workers)
+              .option("closers", closers)
               .option("stream_file", stream_file).load())
     # Computing wg in Spark is also the projection that turns the source's Arrow-backed bundles into
     # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
                                                 F.col("worker") + 1))
     worked = (routed.groupBy("wg")
-              .applyInPandasWithState(workers.worker(app, config.delay_ms / 1000, config.delay_mode,
-                                                     packed=tasks < config.workers),
+              .applyInPandasWithState(workers.worker(app, config.delay_ms / 1000, config.delay_mode, config.workers,
+                                                     packed=tasks < config.workers, defers=closers > 0),
                                       workers.SCHEMA, "blob binary", "append", "NoTimeout"))
     return (worked.writeStream.outputMode("append").foreachBatch(collector)
             .option("checkpointLocation", str(folder / "checkpoint")).start())
@@ -373,6 +376,7 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
     if own:
         spark = session(url, f"skewbench-run-{config.app}-{config.scheme}-W{config.workers}")
     tasks = engine.worker_tasks(config.levers, config.workers, machine_cores(status), delay_mode)
+    closers = engine.closers(config.levers, config.workers, tasks)
     spark.conf.set("spark.sql.shuffle.partitions", tasks)
     try:
         levers = engine.apply(spark, config.levers)
@@ -383,7 +387,7 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
     try:
         with deferred() as interrupts:
             started, wall_start = time.monotonic(), time.time()
-            query = start_query(spark, config, app, folder, collector, shared.share(spark, stream), tasks)
+            query = start_query(spark, config, app, folder, collector, shared.share(spark, stream), tasks, closers)
             last = 0.0
             while collector.done < stream.messages or len(collector.states) < config.workers:
                 interrupts.check()
@@ -418,7 +422,7 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
                     | {"workers": [{k: w.get(k) for k in ("host", "cores", "memory", "state")}
                                    for w in status.get("workers", [])]},
                     "machine_cores": machine_cores(status), "delay_mode": delay_mode,
-                    "shuffle_partitions": tasks, "batch_rows": batch_rows(config),
+                    "shuffle_partitions": tasks, "closing_groups": closers, "batch_rows": batch_rows(config),
                     "spark_version": spark.version, "engine_settings": levers}
             write_metadata(folder / "run", meta)
             interrupts.check()  # the last moment a Ctrl-C leaves the run incomplete

@@ -4,7 +4,9 @@ each routing its messages with its scheme (:mod:`~skewbench.bench.spark.routing`
 Options (strings, as Spark passes them): ``workload`` (SPEC), ``messages``, ``seed``, ``sources`` (S),
 ``split`` (``shuffle`` | ``key``, as :func:`skewbench.sources.source_of_each_message`),
 ``rate`` (messages/s offered; 0 = everything at once), ``max_rows_per_trigger`` (0 = no limit),
-``app``, ``scheme`` and ``workers`` (W); ``stream_file``: the name under which the driver shared the
+``app``, ``scheme`` and ``workers`` (W); ``closers`` (C, default 0): source 0 adds an empty bundle for
+each of the worker ids W .. W + C - 1 to every batch, the closing groups of the ``defer-sleep`` lever
+(:func:`~skewbench.bench.spark.workers.close`); ``stream_file``: the name under which the driver shared the
 stream with the executors (:func:`stream_of`).
 
 Offsets are ``{"offset": n, "t0": start, "at": offered}`` over the global message index ``n``:
@@ -111,6 +113,7 @@ class Options:
         self.app = make_app(options["app"])
         self.scheme = options["scheme"]
         self.workers = int(options["workers"])
+        self.closers = int(options.get("closers", 0))
         self.payload = self.app.payload_columns
         self.stream_file = options.get("stream_file", "")
         self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split)
@@ -173,6 +176,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
                    *(stream.payload[c][message] for c in o.payload), pa.DictionaryArray.from_arrays(role[order], ROLES)]
         rows = pa.Table.from_arrays(columns, schema=message_schema(stream, o.payload))
         yield bundles(rows, worker[order], partition.source)
+        if partition.source == 0 and o.closers:
+            yield closing_bundles(o.workers, o.closers)
 
 
 def bundles(rows: pa.Table, worker: np.ndarray, source: int) -> pa.RecordBatch:
@@ -188,6 +193,13 @@ def bundles(rows: pa.Table, worker: np.ndarray, source: int) -> pa.RecordBatch:
                                                               sink.getvalue()])
     return pa.RecordBatch.from_arrays([pa.array(worker[starts], pa.int32()),
                                        pa.array(np.full(len(starts), source), pa.int32()), blobs],
+                                      schema=BUNDLE_ARROW)
+
+
+def closing_bundles(workers: int, closers: int) -> pa.RecordBatch:
+    """One empty bundle for each closing group (worker ids ``workers`` .. ``workers + closers - 1``)."""
+    return pa.RecordBatch.from_arrays([pa.array(np.arange(workers, workers + closers), pa.int32()),
+                                       pa.array(np.zeros(closers), pa.int32()), pa.array([b""] * closers, pa.binary())],
                                       schema=BUNDLE_ARROW)
 
 

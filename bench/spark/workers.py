@@ -1,5 +1,6 @@
 """The worker stage: W groups, worker *i* on Spark partition *i* (*i* mod P when the ``pack`` lever puts
-the W workers in P tasks), the app's state kept across batches.
+the W workers in P tasks), the app's state kept across batches; with the ``defer-sleep`` lever, one
+closing group more per task (:func:`close`), which sleeps for its task-mates.
 
 Spark runs it as ``groupBy("wg").applyInPandasWithState(...)`` with the preimage ``wg`` of the
 worker (:func:`~skewbench.bench.spark.run.preimages`) over the sources' bundles (one per source,
@@ -22,9 +23,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.spark.delay import burn
+from skewbench.bench.spark.delay import burn, sleep_until
 from skewbench.bench.spark.latency import handled
-from skewbench.bench.spark.source import unbundle
 
 SCHEMA = "record binary"
 METRICS = ["worker", "partition", "stored", "probed", "delay_intended", "delay_actual", "process_seconds",
@@ -32,21 +32,30 @@ METRICS = ["worker", "partition", "stored", "probed", "delay_intended", "delay_a
 
 
 def work_batch(app, state, rows: pd.DataFrame, delay: float, mode: str, worker: int,
-               partition: int = -1, since: float | None = None) -> tuple[object, dict]:
+               partition: int = -1, clock: dict | None = None) -> tuple[object, dict]:
     """One worker's micro-batch (``rows`` may be empty); returns the new state and the emitted record.
 
-    ``since``: the start of the task this worker shares with others (the ``pack`` lever); its delay
-    counts from there (:func:`~skewbench.bench.spark.delay.burn`) and so do its start and busy time."""
+    ``clock``: the task this worker shares with others (the ``pack`` lever, :func:`task_clock`); its
+    delay counts from the task's start and so do its start and busy time.  When the clock ``defers``,
+    the worker handles its rows at once and leaves the sleep to the task's closing group
+    (:func:`owe`): its work still ends, as recorded, at the task's start plus its delay plus its handling."""
     began = time.perf_counter()
+    since = began if clock is None else clock["since"]
     if not rows["seq"].is_monotonic_increasing:  # copies from several sources
         rows = rows.sort_values("seq", kind="stable").reset_index(drop=True)
-    actual = burn(len(rows), delay, mode, since)
+    deferred = clock is not None and clock["defers"]
+    actual = 0.0 if deferred else burn(len(rows), delay, mode, None if clock is None else since)
     tick = time.perf_counter()
     state, outputs = app.process(state, rows) if len(rows) else (state, None)
     end = time.perf_counter()
     process_seconds = end - tick
-    busy = end - began if since is None else actual + process_seconds  # its own work, not its task-mates'
-    t_end = time.time()
+    finish = end
+    if deferred:  # done when both its handling and its delay from the task's start are
+        finish = max(end, since + len(rows) * delay + process_seconds)
+        actual = finish - process_seconds - since
+        owe(clock, finish)
+    busy = end - began if clock is None else actual + process_seconds  # its own work, not its task-mates'
+    t_end = time.time() + (finish - end)  # ahead of now when deferred: the closing group sleeps until then
     stored = int((rows["role"] == "store").sum())
     seq = rows["seq"].to_numpy(dtype=np.int64)
     first = np.r_[True, seq[1:] != seq[:-1]] if len(seq) else np.empty(0, bool)  # one per message
@@ -54,39 +63,65 @@ def work_batch(app, state, rows: pd.DataFrame, delay: float, mode: str, worker: 
         "worker": worker, "partition": partition, "stored": stored, "probed": len(rows) - stored,
         "delay_intended": len(rows) * delay, "delay_actual": actual, "process_seconds": process_seconds,
         "busy_seconds": busy, "state_entries": int(app.state_entries(state)),
-        "t_start": t_end - (end - (began if since is None else since)), "t_end": t_end, "outputs": outputs,
+        "t_start": t_end - (finish - since), "t_end": t_end, "outputs": outputs,
         "messages": handled(seq[first], rows["t_intended"].to_numpy(dtype=np.float64)[first]),
     }
     return state, record
 
 
-_TASK = [None, 0.0]  # the Spark task this Python worker runs now, and when its first worker began
+_TASK: dict = {"attempt": None}  # the clock of the Spark task this Python worker runs now
 
 
-def task_start() -> float:
-    """The :func:`time.perf_counter` reading when the current Spark task's first worker began (Python
-    workers are reused: a new task attempt starts a new clock)."""
+def task_clock(defers: bool = False) -> dict:
+    """The clock of the current Spark task, shared by the workers packed in it: ``since``, the
+    :func:`time.perf_counter` reading when its first worker began; with ``defers``, ``until``, the
+    latest end its workers owe, and ``closed``, whether its closing group has run.  Python workers
+    are reused: a new task attempt starts a new clock."""
     from pyspark import TaskContext
 
     attempt = TaskContext.get().taskAttemptId()
-    if _TASK[0] != attempt:
-        _TASK[:] = [attempt, time.perf_counter()]
-    return _TASK[1]
+    if _TASK["attempt"] != attempt:
+        _TASK.clear()
+        _TASK.update(attempt=attempt, since=time.perf_counter(), defers=defers, until=0.0, closed=False)
+    return _TASK
 
 
-def worker(app, delay: float, mode: str, packed: bool = False):
-    """The ``applyInPandasWithState`` function of the worker stage (``packed``: several workers per task)."""
+def owe(clock: dict, finish: float) -> None:
+    """A deferred worker's work lasts until ``finish``: the task's closing group will sleep until then, or,
+    when that group already ran (it should come last: its group key sorts after its task-mates'), the
+    worker sleeps here itself, so that no task ever ends before its workers' work."""
+    if clock["closed"]:
+        sleep_until(finish)
+    else:
+        clock["until"] = max(clock["until"], finish)
+
+
+def close(clock: dict) -> None:
+    """The task's closing group: sleep until the last of the task's workers is done."""
+    sleep_until(clock["until"])
+    clock["closed"] = True
+
+
+def worker(app, delay: float, mode: str, workers: int, packed: bool = False, defers: bool = False):
+    """The ``applyInPandasWithState`` function of the worker stage (``packed``: several workers per task;
+    ``defers``: their sleep left to a closing group per task, the groups of worker ids ``workers`` and up)."""
 
     def work(key, frames, state):
-        from pyspark import TaskContext
+        from pyspark import TaskContext  # here, not above: the rest of this module runs without PySpark
 
-        since = task_start() if packed else None
+        from skewbench.bench.spark.source import unbundle
+
+        clock = task_clock(defers) if packed else None
         bundles = pd.concat(list(frames), ignore_index=True)
-        rows, worker = unbundle(bundles), int(bundles["worker"].iloc[0])
+        worker = int(bundles["worker"].iloc[0])
+        if worker >= workers:  # a closing group: no rows, no state, no record
+            close(clock)
+            return
+        rows = unbundle(bundles)
         flush = (rows["role"] == "flush").to_numpy()
         held = pickle.loads(state.get[0]) if state.exists else app.new_state(worker)
         held, record = work_batch(app, held, rows[~flush], delay, mode, worker, TaskContext.get().partitionId(),
-                                  since)
+                                  clock)
         record["state"] = None
         if flush.any():  # the worker's last batch: what it still holds goes to the aggregator, the state to the driver
             held, final = app.finish(held)

@@ -81,6 +81,12 @@ def check_run(out: Path, scheme: str, split: str, app: str = "wordcount"):
     assert (out / "run.meta.json").exists() and not (out / "INCOMPLETE").exists()
     assert summary["engine"]["tasks"] >= W and (out / "stages.parquet").exists(), summary["engine"]
     assert {"executor", "python_worker"} <= set(summary["resources"]), summary["resources"]
+    meta = json.loads((out / "run.meta.json").read_text())["config"]
+    levers = summary["levers"].split("+")
+    deferred = summary["worker_tasks"] < W and bool({"all", "defer-sleep"} & set(levers))  # a closing group per task
+    assert meta["closing_groups"] == (summary["worker_tasks"] if deferred else 0), meta
+    batches = pd.read_parquet(out / "batches.parquet")  # no batch ends before its busiest worker's work does
+    assert (batches["duration"] >= batches["max_worker_busy"] - 0.01).all(), batches
     checksums = list((out / "checkpoint").rglob("*.crc"))  # none with the no-crc / no-fork levers
     assert bool(checksums) == (summary["levers"] == "none"), summary["levers"]
     state_files = list((out / "checkpoint" / "state").rglob("*.delta"))
@@ -154,7 +160,7 @@ def test_cli_run_with_a_fitted_table(spark_cluster, tmp_path):
     check_run(out, "llfd", "shuffle")
     summary = json.loads((out / "summary.json").read_text())
     packed = W if summary["delay_mode"] == "spin" else min(W, os.cpu_count())  # a task per core, W = 4 sleeping
-    assert summary["levers"] == "fs-checkpoints+no-crc+pack" and summary["worker_tasks"] == packed
+    assert summary["levers"] == "fs-checkpoints+no-crc+pack+defer-sleep" and summary["worker_tasks"] == packed
 
 
 @pytest.mark.spark
