@@ -6,14 +6,14 @@ worker *i* on partition *i* mod P: ``spark.sql.shuffle.partitions = P`` and the 
 :func:`preimages`; P = W, or the machine's cores with the ``pack`` lever,
 :func:`~skewbench.bench.spark.engine.worker_tasks`, and with ``defer-sleep`` one closing group more per
 task) → ``foreachBatch`` on the driver, which writes
-every batch's app outputs and worker metrics as Parquet.  The run ends when all N messages have been
+every batch's app outputs (Arrow) and worker metrics (Parquet).  The run ends when all N messages have been
 processed and every worker sent its final state; then ``app.combine`` (outputs + states) is compared
 with ``app.reference``.
 
 Written into ``DIR.partial`` and renamed to ``DIR`` when complete (an ``INCOMPLETE`` marker is left
 after a failure or Ctrl-C):
 
-* ``outputs/batch-NNNNNN.parquet`` — the app's output rows; ``metrics/batch-NNNNNN.parquet`` — one row
+* ``outputs/batch-NNNNNN.arrow`` — the app's output rows (Arrow IPC files: ``pandas.read_feather``); ``metrics/batch-NNNNNN.parquet`` — one row
   per (batch, worker): messages stored/probed, delay intended vs actual, process and busy seconds,
   state entries, partition;
 * ``batches.parquet`` — per batch: duration, bundles and message copies, Spark's phases
@@ -231,18 +231,22 @@ class Collector:
         self.metrics: list[pd.DataFrame] = []
 
     def __call__(self, frame, batch_id: int) -> None:
+        import pyarrow as pa
+        from pyarrow import feather
+
         from skewbench.bench.spark.workers import METRICS
 
         # Arrow, not collect(): collect pickles a binary column byte by byte in the driver's JVM
         records = [pickle.loads(blob) for blob in frame.toArrow().column("record").to_pylist()]
         if not records:
             return
-        name = f"batch-{batch_id:06d}.parquet"
-        outputs = [r["outputs"] for r in records if r["outputs"] is not None]
-        if outputs and any(len(o) for o in outputs):
-            pd.concat(outputs, ignore_index=True).to_parquet(self.folder / "outputs" / name, index=False)
+        name = f"batch-{batch_id:06d}"
+        outputs = [pa.ipc.open_stream(r["outputs"]).read_all() for r in records if r["outputs"] is not None]
+        if outputs:  # an Arrow file, uncompressed: the run's scratch, read back once by summarize()
+            feather.write_feather(pa.concat_tables(outputs, promote_options="default"),
+                                  self.folder / "outputs" / f"{name}.arrow", compression="uncompressed")
         metrics = pd.DataFrame([{"batch": batch_id, **{k: r[k] for k in METRICS}} for r in records])
-        metrics.to_parquet(self.folder / "metrics" / name, index=False)
+        metrics.to_parquet(self.folder / "metrics" / f"{name}.parquet", index=False)
         for r in records:
             if r["state"] is not None:
                 self.states[r["worker"]] = r["state"]

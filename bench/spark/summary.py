@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
+from pyarrow import feather
 
 from skewbench.bench.spark.engine import canonical
 
@@ -77,8 +77,8 @@ def mean_counters(metrics: pd.DataFrame) -> float:
 def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
               delay_mode: str, tasks: int) -> dict:
     metrics = pd.concat(collector.metrics, ignore_index=True)
-    files = sorted((collector.folder / "outputs").glob("batch-*.parquet"))
-    parts = lambda: ((int(p.stem.split("-")[1]), pd.read_parquet(p)) for p in files)  # noqa: E731  one at a time
+    files = sorted((collector.folder / "outputs").glob("batch-*.arrow"))
+    parts = lambda: ((int(p.stem.split("-")[1]), feather.read_feather(p)) for p in files)  # noqa: E731  one at a time
     periodic = app.periodic(parts())
     if periodic is not None:
         periodic.to_parquet(collector.folder / "periodic.parquet", index=False)
@@ -109,7 +109,7 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
         "imbalance_max_over_mean": float(stored.max() / mean) if mean > 0 else None,
         "counters": int(sum(app.state_entries(s) for s in states)),
         "counters_mean": mean_counters(metrics),
-        "output_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in files),
+        "output_rows": sum(feather.read_table(p, memory_map=True).num_rows for p in files),
         "overhead_seconds": {"median": float(batches["overhead"].median()) if len(batches) else None,
                              "mean": float(batches["overhead"].mean()) if len(batches) else None,
                              **{f"{part}_median": float(batches[part].median()) if len(batches) else None
