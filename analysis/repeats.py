@@ -16,6 +16,9 @@ from seaborn.utils import ci
 
 BOOTSTRAPS = 1000  # seaborn's default for its error bars
 SEED = 0
+#: A figure's error bars over the seeds of each point: the mean and its 95 % bootstrap interval, seeded, so
+#: that a redrawn report draws the same bars (a point of one run has none).
+CI_BARS = {"errorbar": ("ci", 95), "n_boot": BOOTSTRAPS, "seed": SEED}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import seaborn as sns
+from skewbench.analysis.repeats import CI_BARS
 from skewbench.analysis.sections.common import comparison, figure, markdown, study_table
 
 
@@ -88,7 +89,7 @@ def _matrix_figure(folder: Path, delayed: pd.DataFrame) -> str:
     at = delayed[(delayed[factors] == pd.Series(centre, index=factors)).all(axis=1)]
     bars = at.melt(id_vars="scheme", value_vars=["throughput", "predicted_throughput"], var_name="",
                    value_name="messages/s").replace({"throughput": "measured", "predicted_throughput": "predicted"})
-    grid = sns.catplot(data=bars, x="scheme", y="messages/s", hue="", kind="bar", height=3.2, aspect=2.6)
+    grid = sns.catplot(data=bars, x="scheme", y="messages/s", hue="", kind="bar", height=3.2, aspect=2.6, **CI_BARS)
     grid.set_xticklabels(rotation=45, ha="right")
     grid.set(title=f"{centre[0]}, W = {centre[1]}, S = {centre[2]}, {centre[3]} ms per message")
     return figure(folder, "matrix", grid)
@@ -125,7 +126,7 @@ def dkg_spark(folder: Path) -> list[str]:
     data["skew %"] = data["workload"].str.extract(r"skew=([0-9.]+)")[0].astype(float) * 100
     centre = data[(data["workers"] == 10) & (data["sources"] == 5)]
     grid = sns.relplot(data=centre, x="skew %", y="throughput", hue="scheme", kind="line", marker="o", height=3,
-                       aspect=1.5)
+                       aspect=1.5, **CI_BARS)
     grid.set(ylabel="messages/s", title="W = 10, S = 5, 1 ms per message")
     c = comparison(folder, "dkg")
     lines = ["## DKG's Storm experiments on Spark — country skew, sg / kg / pkg / dkg", "",
@@ -163,7 +164,7 @@ def naivebayes_spark(folder: Path) -> list[str]:
     data = data.assign(probes_per_query=data["probes"] / (data["messages"] - data["stored"]))
     long = data.melt(id_vars=["scheme", "workers"], value_vars=["probes_per_query", "throughput"])
     grid = sns.relplot(data=long, x="workers", y="value", hue="scheme", col="variable", kind="line", marker="o",
-                       height=3, aspect=1.2, facet_kws={"sharey": False})
+                       height=3, aspect=1.2, facet_kws={"sharey": False}, **CI_BARS)
     grid.set(xlabel="workers W")
     c = comparison(folder, "naivebayes")
     return ["## Naive Bayes on Spark (PKG §VI) — probes per query word and throughput vs W", "",
@@ -178,7 +179,7 @@ def fang_spark(folder: Path) -> list[str]:
     if data is None or data.empty:
         return []
     grid = sns.catplot(data=data, x="scheme", y="throughput", col="app", kind="bar", height=3, aspect=1.4,
-                       sharey=False)
+                       sharey=False, **CI_BARS)
     grid.set_xticklabels(rotation=30)
     table = data.groupby(["app", "scheme"])[["throughput", "latency_p50", "max_over_mean"]].median().reset_index()
     return ["## Fang et al.'s table schemes on Spark — Stock self-join and Social word count (Zipf 0.85)", "",

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from skewbench.analysis.repeats import BOOTSTRAPS, SEED, compare, interval
+from skewbench.analysis.repeats import CI_BARS, compare, interval
 from skewbench.analysis.sections.common import figure, load, markdown
 
 #: Issue 20's goal for the engine's overhead per batch without delay, by W (seconds).
@@ -26,7 +26,7 @@ def levers(folder: Path) -> list[str]:
         return []
     order = sorted(set(data["levers"]), key=lambda s: (s != "none", -s.count("+"), s))  # none, then the bigger sets
     grid = sns.catplot(data=data, x="workers", y="overhead_median_s", hue="levers", hue_order=order, kind="point",
-                       errorbar=("ci", 95), n_boot=BOOTSTRAPS, seed=SEED, dodge=0.3, height=3.2, aspect=1.6)
+                       **CI_BARS, dodge=0.3, height=3.2, aspect=1.6)
     grid.set(xlabel="workers W", ylabel="engine overhead per batch (s)")
     none = {w: interval(runs["overhead_median_s"]) for w, runs in data[data.levers == "none"].groupby("workers")}
     rows = []
@@ -78,7 +78,7 @@ def efficiency(folder: Path) -> list[str]:
     long = pd.concat([delayed.assign(run="sg, 1 ms"), bare.assign(run="sg, no delay"),
                       delayed.assign(run="ideal W / delay", throughput=delayed["ideal"])])
     grid = sns.relplot(data=long, x="workers", y="throughput", hue="run", kind="line", marker="o", height=3,
-                       aspect=1.5, errorbar=("ci", 95), n_boot=BOOTSTRAPS, seed=SEED)
+                       aspect=1.5, **CI_BARS)
     grid.set(xlabel="workers W", ylabel="messages/s")
     return ["## Engine efficiency — sg, 1 ms per message, W = 10 … 100", "",
             figure(folder, "efficiency", grid), "", *_overhead_parts(folder, delayed),

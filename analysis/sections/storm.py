@@ -8,6 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from skewbench.analysis.repeats import CI_BARS
 from skewbench.analysis.sections.common import figure, load, markdown
 
 
@@ -35,8 +36,8 @@ def _storm_like(folder: Path, name: str, how: str, note: str) -> list[str]:
     if data is None:
         return []
     grid = sns.relplot(data=data, x="delay_ms", y="throughput", hue="scheme", kind="line", marker="o",
-                       estimator="median", errorbar=("pi", 100), height=3, aspect=1.5)
-    grid.set(xlabel="delay per message (ms)", ylabel="messages/s (median, range over seeds)")
+                       height=3, aspect=1.5, **CI_BARS)
+    grid.set(xlabel="delay per message (ms)", ylabel="messages/s (mean, 95 % interval over seeds)")
     median = data.groupby(["delay_ms", "scheme"])[["throughput", "latency_p50"]].median().unstack("scheme")
     table = median["throughput"].assign(**{"kg / pkg": median["throughput"]["kg"] / median["throughput"]["pkg"],
                                            "latency p50 kg / pkg": median["latency_p50"]["kg"] /
