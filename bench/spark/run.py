@@ -5,17 +5,16 @@ scheme, :mod:`~skewbench.bench.spark.routing`) → worker stage (``applyInPandas
 worker *i* on partition *i* mod P: ``spark.sql.shuffle.partitions = P`` and the group key is a preimage,
 :func:`preimages`; P = W, or the machine's cores with the ``pack`` lever,
 :func:`~skewbench.bench.spark.engine.worker_tasks`, and with ``defer-sleep`` one closing group more per
-task) → ``foreachBatch`` on the driver, which writes
-every batch's app outputs (Arrow) and worker metrics (Parquet).  The run ends when all N messages have been
-processed and every worker sent its final state; then ``app.combine`` (outputs + states) is compared
-with ``app.reference``.
+task) → ``foreachBatch`` on the driver, which writes every batch's app outputs (Arrow) and worker
+metrics (Parquet).  The run ends when all N messages have been processed and every worker sent its
+final state; then ``app.combine`` (outputs + states) is compared with ``app.reference``.
 
 Written into ``DIR.partial`` and renamed to ``DIR`` when complete (an ``INCOMPLETE`` marker is left
 after a failure or Ctrl-C):
 
-* ``outputs/batch-NNNNNN.arrow`` — the app's output rows (Arrow IPC files: ``pandas.read_feather``); ``metrics/batch-NNNNNN.parquet`` — one row
-  per (batch, worker): messages stored/probed, delay intended vs actual, process and busy seconds,
-  state entries, partition;
+* ``outputs/batch-NNNNNN.arrow`` — the app's output rows (Arrow IPC files: ``pandas.read_feather``);
+  ``metrics/batch-NNNNNN.parquet`` — one row per (batch, worker): messages stored/probed, delay intended
+  vs actual, process and busy seconds, state entries, partition;
 * ``batches.parquet`` — per batch: duration, bundles and message copies, Spark's phases
   (latestOffset … commitOffsets), the busiest worker's busy time and the engine overhead (duration −
   that busy time) in three parts: before the first worker starts, workers' spread, after the last
