@@ -7,11 +7,11 @@ worker (:func:`~skewbench.bench.spark.run.preimages`) over the sources' bundles 
 :mod:`~skewbench.bench.spark.source`).  Per micro-batch and worker: unpack the bundles, burn the injected
 delay for every row (store and probe copies alike, :func:`~skewbench.bench.spark.delay.burn`), then
 ``app.process`` the rows in ``seq`` order, and emit one row holding one pickled record: the metrics
-of that batch and worker, the app's outputs (a frame), the messages it handled (for latency:
-:mod:`~skewbench.bench.spark.latency`; a message is done when its worker's batch ends and its
-outputs exist), and the state once, with the ``flush`` row that follows the last message (the
+of that batch and worker, the app's outputs (an Arrow stream, :func:`arrow_stream`), the messages
+it handled (for latency: :mod:`~skewbench.bench.spark.latency`; a message is done when its worker's
+batch ends and its outputs exist), and the state once, with the ``flush`` row that follows the last message (the
 driver needs the final states for ``app.combine``; shipping every batch's state would cost a copy of
-it per batch); the outputs travel as Arrow (:func:`arrow_stream`).  One binary column: PySpark converts the returned frame to Arrow column by column
+it per batch).  One binary column: PySpark converts the returned frame to Arrow column by column
 through pandas, a cost per column and task.
 """
 
