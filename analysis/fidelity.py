@@ -2,8 +2,11 @@
 
 ``measures/<paper>.yaml`` holds one recipe per entry saying which result table, rows and column measure it
 (the format: ``measures/README.md``); :func:`fidelity` evaluates them against a results folder and gives each
-entry a verdict — ``agrees``, ``direction``, ``differs``, ``not measured`` or ``not measurable`` — with the
-rule that decided it (``RULES``) and the reason for every verdict that is not ``agrees``.
+entry a verdict — ``agrees``, ``direction``, ``differs``, ``not distinguishable``, ``not measured`` or ``not
+measurable`` — with the rule that decided it (``RULES``) and the reason for every verdict that is not ``agrees``.
+A value read from a bench's Spark runs carries the number of seeds behind it (``runs``); an order a paper
+claims between Spark points (less, more, least, most, a trend) is *not distinguishable* when the points' 95 %
+intervals over the seeds overlap or a point has one run (:mod:`~skewbench.analysis.repeats`).
 ``python -m skewbench.analysis.fidelity DIR`` writes ``DIR/fidelity.csv`` and prints the totals.
 """
 
@@ -15,17 +18,21 @@ import math
 import sys
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import jsonschema
 import pandas as pd
 import yaml
 
 from skewbench.analysis.published import _Loader, entries
+from skewbench.analysis.repeats import Interval, interval
 
 MEASURES = Path(__file__).with_name("measures")
-COLUMNS = ("paper", "entry", "where", "paper_value", "our_value", "ratio", "verdict", "rule", "reason", "result_file",
-           "text")
-VERDICTS = ("agrees", "direction", "differs", "not measured", "not measurable")
+COLUMNS = ("paper", "entry", "where", "paper_value", "our_value", "ratio", "runs", "verdict", "rule", "reason",
+           "result_file", "text")
+VERDICTS = ("agrees", "direction", "differs", "not distinguishable", "not measured", "not measurable")
+MEASURED = ("agrees", "direction", "differs", "not distinguishable")
+ORDERS = ("less", "least", "more", "most")  # claims that name a winner: Spark repeats must tell it apart
 AGGREGATES = ("median", "mean", "min", "max", "sum", "count")
 COMPOSITES = {"ratio": lambda a, b: a / b, "gain_pct": lambda a, b: (a / b - 1) * 100,
               "drop_pct": lambda a, b: (1 - b / a) * 100, "difference": lambda a, b: a - b}
@@ -40,8 +47,10 @@ RULES = {
     "claim": "a comparison the paper states (less, more, about equal, below a threshold), on every part it spans",
     "trend": "a series that increases, decreases or stays flat as the paper's does",
     "neutral side": f"beyond {WITHIN:g}× but on the paper's side of the recipe's \"no effect\" value (direction)",
+    "repeats": "the Spark points an order is claimed between have overlapping 95 % intervals over their seeds, "
+               "or one run each: no winner can be named (not distinguishable)",
 }
-AGREEING_RULES = tuple(rule for rule in RULES if rule != "neutral side")
+AGREEING_RULES = tuple(rule for rule in RULES if rule not in ("neutral side", "repeats"))
 
 
 class RecipeError(ValueError):
@@ -168,6 +177,7 @@ class Results:
         self.folder = Path(folder)
         self._places = results_folders(self.folder)
         self._tables: dict[str, tuple[pd.DataFrame, str]] = {}
+        self._spark: set[str] = set()  # the tables a bench measured on Spark (its meta names the master)
 
     def _find(self, name: str, suffix: str) -> Path:
         for where in self._places:
@@ -179,9 +189,13 @@ class Results:
         if name not in self._tables:
             path = self._find(name, ".csv")
             self._tables[name] = pd.read_csv(path, low_memory=False), str(path.relative_to(self.folder))
+            meta = path.with_name(path.name + ".meta.json")
+            if meta.is_file() and json.loads(meta.read_text()).get("config", {}).get("master"):
+                self._spark.add(name)
         return self._tables[name]
 
-    def rows(self, spec: dict) -> tuple[pd.DataFrame, str]:
+    def rows(self, spec: dict, by_seed: bool = False) -> tuple[pd.DataFrame, str]:
+        """The rows a measure reads; a paper's ``runs`` averages each setting's seeds unless ``by_seed``."""
         table, file = self.table(spec["table"])
         for column, wanted in {**spec.get("rows", {}), "": None}.items():
             if column and column not in table:
@@ -192,7 +206,7 @@ class Results:
             raise Missing(f"{file} has no column {spec['column']!r}")
         if table.empty:
             raise Missing(f"no row of {file} has {spec.get('rows', {})}")
-        if "runs" in spec and "seed" in table:
+        if "runs" in spec and "seed" in table and not by_seed:
             setting = [c for c in spec["runs"]["setting"] if c in table]
             if spec.get("over") in table and spec["over"] not in setting:  # a series keeps its x
                 setting.append(spec["over"])
@@ -212,6 +226,38 @@ class Results:
                 return (combine(a, b) if b != 0 else math.nan), fa | fb
         rows, file = self.rows(spec)
         return float(rows[spec["column"]].agg(spec.get("agg", "median"))), {file}
+
+    def per_seed(self, spec: dict) -> pd.Series | float:
+        """A measure once per seed (a Series indexed by seed) where it reads a bench's Spark runs; elsewhere
+        its one value (a simulation is exact for its seeds, a number or a JSON key has none)."""
+        for name, combine in COMPOSITES.items():
+            if name in spec:
+                a, b = (self.per_seed(part) for part in spec[name])
+                if isinstance(a, pd.Series) and isinstance(b, pd.Series):
+                    a, b = a.align(b, join="inner")
+                return combine(a, b.where(b != 0)) if isinstance(b, pd.Series) else (
+                    combine(a, b) if b != 0 else math.nan)
+        rows = self._spark_rows(spec)
+        if rows is None:
+            return self.measure(spec)[0]
+        return rows.groupby("seed")[spec["column"]].agg(spec.get("agg", "median"))
+
+    def point_seeds(self, spec: dict) -> pd.DataFrame | None:
+        """A Spark series once per seed: one row per point of ``over``, one column per seed (else None)."""
+        rows = self._spark_rows(spec)
+        if rows is None:
+            return None
+        return rows.groupby([spec["over"], "seed"])[spec["column"]].agg(spec.get("agg", "median")).unstack()
+
+    def _spark_rows(self, spec: dict) -> pd.DataFrame | None:
+        """The rows of a table measure, every seed kept, if a bench measured them on Spark."""
+        if "table" not in spec:
+            return None
+        self.table(spec["table"])  # read once: notes whether Spark measured it
+        if spec["table"] not in self._spark:
+            return None
+        rows, _ = self.rows(spec, by_seed=True)
+        return rows if "seed" in rows else None
 
     def series(self, spec: dict) -> tuple[pd.Series, set[str]]:
         rows, file = self.rows(spec)
@@ -304,8 +350,8 @@ def evaluate(entry: dict, recipe: dict | None, results: Results) -> dict:
     """One row of the table."""
     row = {"paper": entry["paper"], "entry": entry["id"], "where": entry["where"],
            "paper_value": entry["value"] if entry["value"] is not None else _number(entry["than"]),
-           "our_value": None, "ratio": None, "verdict": "not measured", "rule": "", "reason": "", "result_file": "",
-           "text": entry["text"]}
+           "our_value": None, "ratio": None, "runs": None, "verdict": "not measured", "rule": "", "reason": "",
+           "result_file": "", "text": entry["text"]}
     if not entry["measurable"]:
         return {**row, "verdict": "not measurable", "reason": entry["why"] or "a setup value, not a result"}
     if recipe is None:
@@ -313,45 +359,98 @@ def evaluate(entry: dict, recipe: dict | None, results: Results) -> dict:
     if "not_measured" in recipe:
         return {**row, "reason": recipe["not_measured"]}
     try:
-        ours, verdict, rule, files = _measured(entry, recipe, results)
+        got = _measured(entry, recipe, results)
     except Missing as exc:
         return {**row, "reason": f"not in these results: {exc}"}
     paper = row["paper_value"]
-    ratio = ours / paper if isinstance(paper, (int, float)) and paper and not math.isnan(ours) else None
-    reason = "" if verdict == "agrees" else recipe.get("reason", f"no reason recorded in "
-                                                               f"analysis/measures/{entry['paper']}.yaml")
-    return {**row, "our_value": ours, "ratio": ratio, "verdict": verdict, "rule": rule, "reason": reason,
-            "result_file": ", ".join(sorted(files))}
+    ratio = got.ours / paper if isinstance(paper, (int, float)) and paper and not math.isnan(got.ours) else None
+    reason = got.note or ("" if got.verdict == "agrees" else recipe.get(
+        "reason", f"no reason recorded in analysis/measures/{entry['paper']}.yaml"))
+    return {**row, "our_value": got.ours, "ratio": ratio, "runs": got.runs, "verdict": got.verdict,
+            "rule": got.rule, "reason": reason, "result_file": ", ".join(sorted(got.files))}
 
 
-def _measured(entry: dict, recipe: dict, results: Results) -> tuple[float, str, str, set[str]]:
-    """Our value, its verdict, the rule that decided it and the files it was read from."""
+class Measured(NamedTuple):
+    """Our value, its verdict, the rule that decided it, the files it was read from, the fewest seeds behind
+    a Spark value it read (None: no Spark value) and, for ``not distinguishable``, the intervals that say so."""
+
+    ours: float
+    verdict: str
+    rule: str
+    files: set[str]
+    runs: int | None = None
+    note: str = ""
+
+
+def _measured(entry: dict, recipe: dict, results: Results) -> Measured:
     direction, tolerance = entry["direction"], recipe.get("tolerance")
+    tolerance = 0.1 if tolerance is None else tolerance
     if "all" in recipe and "measure" not in recipe:  # a claim over several points or quantities: every part
         parts = [_measured(entry, part, results) for part in recipe["all"]]
-        holds = all(verdict == "agrees" for _, verdict, _, _ in parts)
-        return parts[0][0], *_judged(holds, "claim"), set().union(*(files for *_, files in parts))
+        verdicts = {part.verdict for part in parts}
+        verdict = next(v for v in ("differs", "not distinguishable", "agrees") if v in verdicts)
+        return Measured(parts[0].ours, verdict, "repeats" if verdict == "not distinguishable" else "claim",
+                        set().union(*(part.files for part in parts)), _fewest(part.runs for part in parts),
+                        "; ".join(part.note for part in parts if part.note))
     if "measure" in recipe:
         ours, files = results.measure(recipe["measure"])
         if math.isnan(ours):
             raise Missing("the measure divides by zero")
-        return ours, *value_verdict(entry, ours, recipe), files
+        return Measured(ours, *value_verdict(entry, ours, recipe), files, _runs(results.per_seed(recipe["measure"])))
     if "series" in recipe:
         points, files = results.series(recipe["series"])
-        holds = trend_holds(direction, points, 0.1 if tolerance is None else tolerance)
         first = float(points.iloc[0])
-        return (float(points.iloc[-1]) / first if first else math.inf), *_judged(holds, "trend"), files
+        ours = float(points.iloc[-1]) / first if first else math.inf
+        seeds = results.point_seeds(recipe["series"])
+        runs = None if seeds is None else int(seeds.notna().sum(axis=1).min())
+        why = "" if seeds is None or direction == "flat" else _why_no_winner(seeds.iloc[0], [seeds.iloc[-1]])
+        if why:
+            return Measured(ours, "not distinguishable", "repeats", files, runs, why)
+        return Measured(ours, *_judged(trend_holds(direction, points, tolerance), "trend"), files, runs)
     subject, files = results.measure(recipe["subject"])
+    thans = [] if direction == "low" else recipe["than"] if isinstance(recipe["than"], list) else [recipe["than"]]
+    measured = [results.measure(spec) for spec in thans]
+    files = files.union(*(f for _, f in measured))
     if direction == "low":
         than = recipe["below"]
-    elif isinstance(recipe["than"], list):
-        measured = [results.measure(spec) for spec in recipe["than"]]
-        than, files = [v for v, _ in measured], files.union(*(f for _, f in measured))
     else:
-        than, more = results.measure(recipe["than"])
-        files |= more
-    holds = claim_holds(direction, subject, than, 0.1 if tolerance is None else tolerance)
-    return subject, *_judged(holds, "claim"), files
+        than = [v for v, _ in measured] if isinstance(recipe["than"], list) else measured[0][0]
+    repeats = [results.per_seed(spec) for spec in [recipe["subject"], *thans]]
+    runs = _fewest(_runs(r) for r in repeats)
+    why = _why_no_winner(repeats[0], repeats[1:]) if direction in ORDERS else ""
+    if why:
+        return Measured(subject, "not distinguishable", "repeats", files, runs, why)
+    return Measured(subject, *_judged(claim_holds(direction, subject, than, tolerance), "claim"), files, runs)
+
+
+def _runs(repeats) -> int | None:
+    """Seeds behind a Spark value (None for a value that is not Spark's)."""
+    return int(repeats.notna().sum()) if isinstance(repeats, pd.Series) else None
+
+
+def _fewest(runs) -> int | None:
+    known = [n for n in runs if n is not None]
+    return min(known) if known else None
+
+
+def _why_no_winner(subject, others: list) -> str:
+    """Why no order can be named between a Spark point (values per seed) and others (one run, or
+    overlapping 95 % intervals over the seeds); "" when every pair is apart or no Spark value is involved
+    (a number or a simulation is a point without interval, ``n`` = 0)."""
+    spans = [interval(p) if isinstance(p, pd.Series) else Interval(float(p), float(p), float(p), 0)
+             for p in (subject, *others)]
+    if all(span.n == 0 for span in spans):
+        return ""
+    first, rest = spans[0], spans[1:]
+    if any(0 < span.n < 2 for span in spans):
+        return f"one Spark run per point ({', '.join(map(_shown, spans))}): run the study with 3 seeds or more"
+    if any(first.overlaps(other) for other in rest):
+        return f"95 % intervals over the seeds overlap: {' vs '.join(map(_shown, spans))}"
+    return ""
+
+
+def _shown(span: Interval) -> str:
+    return f"{span.mean:.4g}" if span.n == 0 else str(span)
 
 
 def _judged(holds: bool, rule: str) -> tuple[str, str]:
@@ -369,7 +468,7 @@ def fidelity(folder: Path, measures: Path = MEASURES) -> pd.DataFrame:
     """One row per published entry (``COLUMNS``), in published.yaml's order."""
     results, known = Results(folder), recipes(Path(measures))
     return pd.DataFrame([evaluate(e, known.get((e["paper"], e["id"])), results) for e in entries()],
-                        columns=list(COLUMNS))
+                        columns=list(COLUMNS)).astype({"runs": "Int64"})
 
 
 def totals(table: pd.DataFrame) -> pd.DataFrame:
@@ -384,7 +483,7 @@ def totals(table: pd.DataFrame) -> pd.DataFrame:
     counts.loc["all"] = counts.sum()
     counts.insert(0, "entries", counts[list(VERDICTS)].sum(axis=1))
     counts.insert(1, "measurable", counts["entries"] - counts["not measurable"])
-    counts.insert(2, "measured", counts[["agrees", "direction", "differs"]].sum(axis=1))
+    counts.insert(2, "measured", counts[list(MEASURED)].sum(axis=1))
     return counts
 
 
@@ -398,9 +497,10 @@ def summary(table: pd.DataFrame) -> str:
     """One line: measured share of the measurable, and agreeing share of the measured."""
     all_ = totals(table).loc["all"]
     measured, measurable = int(all_["measured"]), int(all_["measurable"])
-    good = int(all_["agrees"] + all_["direction"])
+    good, blurred = int(all_["agrees"] + all_["direction"]), int(all_["not distinguishable"])
     return (f"{measured} of {measurable} measurable entries measured ({measured / max(measurable, 1):.0%}); "
-            f"{good} of them agree or agree in direction ({good / max(measured, 1):.0%})")
+            f"{good} of them agree or agree in direction ({good / max(measured, 1):.0%})"
+            + (f", {blurred} not distinguishable over the seeds" if blurred else ""))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,8 +96,9 @@ def fidelity(folder: Path) -> dict | None:
     # an older fidelity.csv lacks the newer columns (text, rule): they read as blanks
     table = pd.read_csv(path, dtype=str, keep_default_na=False).reindex(columns=list(COLUMNS), fill_value="")
     rows = [{"paper": r.paper, "entry": r.entry, "where": r.where, "paper_value": fmt(r.paper_value),
-             "our_value": fmt(r.our_value), "ratio": fmt(r.ratio), "verdict": r.verdict, "rule": r.rule,
-             "slug": slug(r.verdict), "reason": r.reason, "files": _files(folder, r.result_file), "text": r.text}
+             "our_value": fmt(r.our_value), "ratio": fmt(r.ratio), "runs": r.runs.removesuffix(".0"),
+             "verdict": r.verdict, "rule": r.rule, "slug": slug(r.verdict), "reason": r.reason,
+             "files": _files(folder, r.result_file), "text": r.text}
             for r in table.itertuples()]
     rows.sort(key=lambda row: row["verdict"] == "not measurable")  # results first, setup values last (stable)
     counts = totals(table)

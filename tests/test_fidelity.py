@@ -193,7 +193,7 @@ def test_each_rule_decides_its_rows_and_the_totals_split_agrees_by_rule(tmp_path
     counts = fidelity.totals(rows.reset_index())
     split = ["agrees: ratio", "agrees: bound", "agrees: absolute tolerance", "agrees: claim", "agrees: trend"]
     assert list(counts.columns) == ["entries", "measurable", "measured", "agrees", *split, "direction", "differs",
-                                    "not measured", "not measurable"]
+                                    "not distinguishable", "not measured", "not measurable"]
     pkg, every = counts.loc["pkg"], counts.loc["all"]
     assert pkg[split].tolist() == [1, 1, 1, 1, 1] and pkg["agrees"] == 5 == pkg[split].sum()
     assert (pkg["direction"], pkg["differs"], pkg["measured"]) == (1, 3, 9)
@@ -222,6 +222,62 @@ def test_a_paper_that_averages_its_runs_is_compared_on_each_settings_mean(tmp_pa
     rows = fidelity.fidelity(folder, measures).set_index("entry")
     assert rows.loc["table2_average_imbalance.WP.PKG.W5"].our_value == 10.5  # the means 8 and 13 (all rows: 10)
     assert rows.loc["table2_average_imbalance.WP.PKG.W10"].our_value == 10  # the medians 5 and 10 (all rows: 19)
+
+
+def spark_results(tmp_path, kg_by_seed, pkg_by_seed, spark=True):
+    """A bench table of throughput per seed (its meta names the master: Spark measured it)."""
+    folder = tmp_path / "results"
+    folder.mkdir(parents=True)
+    rows = [{"scheme": scheme, "workers": w, "seed": seed, "throughput": value * w}
+            for scheme, values in [("kg", kg_by_seed), ("pkg", pkg_by_seed)] for seed, value in enumerate(values)
+            for w in (10, 20)]
+    pd.DataFrame(rows).to_csv(folder / "storm.csv", index=False)
+    config = {"master": "spark://10.77.0.2:7077"} if spark else {"study": "storm"}
+    (folder / "storm.csv.meta.json").write_text(json.dumps({"format_version": 1, "config": config}))
+    return folder
+
+
+ORDER = """
+    claims.bound:                      # kg less than pkg
+      subject: {table: storm, rows: {scheme: kg, workers: 10}, column: throughput}
+      than: {table: storm, rows: {scheme: pkg, workers: 10}, column: throughput}
+      reason: "a difference explained in a test"
+    claims.transition:                 # increasing in W, every seed
+      series: {table: storm, rows: {scheme: kg}, column: throughput, over: workers}
+    claims.local_vs_global:            # less: a ratio of Spark points, per seed, against a number
+      subject: {ratio: [{table: storm, rows: {scheme: kg}, column: throughput},
+                        {table: storm, rows: {scheme: pkg}, column: throughput}]}
+      than: {number: 1}
+    table2_average_imbalance.WP.PKG.W5:
+      measure: {table: storm, rows: {scheme: pkg, workers: 10}, column: throughput}
+      reason: "a value explained in a test"
+    """
+
+
+def test_an_order_between_spark_points_needs_intervals_apart(tmp_path):
+    measures = recipe_dir(tmp_path, ORDER)
+    apart = fidelity.fidelity(spark_results(tmp_path / "a", [10, 11, 12], [20, 21, 22]), measures).set_index("entry")
+    assert apart.loc["claims.bound"].verdict == "agrees" and apart.loc["claims.bound"].runs == 3
+    assert apart.loc["claims.local_vs_global"].verdict == apart.loc["claims.transition"].verdict == "agrees"
+    assert apart.loc["table2_average_imbalance.WP.PKG.W5"].runs == 3  # a value: its seeds counted, 2x decides
+
+    blurred = fidelity.fidelity(spark_results(tmp_path / "b", [10, 14, 18], [12, 16, 20]), measures).set_index("entry")
+    row = blurred.loc["claims.bound"]  # the means say kg < pkg, but their intervals overlap
+    assert (row.verdict, row.rule, row.runs) == ("not distinguishable", "repeats", 3)
+    assert row.reason.startswith("95 % intervals over the seeds overlap: 140 [") and " vs 160 [" in row.reason
+    assert blurred.loc["claims.transition"].verdict == "agrees"  # W = 20 doubles every seed: apart
+    assert fidelity.totals(blurred.reset_index()).loc["pkg", "not distinguishable"] == 1
+    assert "1 not distinguishable over the seeds" in fidelity.summary(blurred.reset_index())
+
+
+def test_one_spark_run_names_no_winner_but_one_simulation_does(tmp_path):
+    measures = recipe_dir(tmp_path, ORDER)
+    once = fidelity.fidelity(spark_results(tmp_path / "a", [10], [20]), measures).set_index("entry")
+    assert once.loc["claims.bound"].verdict == "not distinguishable" and once.loc["claims.bound"].runs == 1
+    assert "one Spark run per point" in once.loc["claims.bound"].reason
+    assert once.loc["claims.transition"].verdict == "not distinguishable"
+    simulated = fidelity.fidelity(spark_results(tmp_path / "b", [10], [20], spark=False), measures).set_index("entry")
+    assert simulated.loc["claims.bound"].verdict == "agrees" and pd.isna(simulated.loc["claims.bound"].runs)
 
 
 def test_a_verdict_without_its_reason_says_so(tmp_path):

@@ -196,7 +196,7 @@ def test_the_legend_explains_every_rule_and_each_row_shows_its_own(tmp_path):
     legend = page[page.index('<dl class="rules">'):page.index("</dl>")]
     for rule, meaning in RULES.items():
         assert f'<dt class="rule">{rule}</dt><dd>{escape(meaning)}</dd>' in legend
-    assert len(RULES) == 6 and "within 2×" in RULES["ratio"]
+    assert len(RULES) == 7 and "within 2×" in RULES["ratio"]
     rows = re.findall(r'<tr class="v-[^"]+" data-paper="[^"]*" data-verdict="([^"]*)" data-rule="([^"]*)">', page)
     assert rows == [(row[6], row[7]) for row in FIDELITY]  # the filters' data
     assert re.findall(r'<td class="rule">([^<]*)</td>', page) == [row[7] for row in FIDELITY]  # what a reader sees
