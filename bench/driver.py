@@ -317,15 +317,19 @@ def config_of(point: Point, folder: Path):
                   aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder))
 
 
+WARM_UP_BATCHES = 40  # 5 left the next runs' engine cost per batch 0.4-0.5 s above the rest's (JIT, at W = 10)
+
+
 def _warm_up(spark, slots: int) -> None:
-    """A short run first, so that no measured run pays the JVMs' and Python workers' warm-up."""
+    """A run first, so that no measured run pays the JVMs' and Python workers' warm-up: small batches, many of
+    them, for the JIT compilers to finish with the per-batch and per-task paths of the driver and executors."""
     from skewbench.bench.spark.run import run
 
     with tempfile.TemporaryDirectory(prefix="skewbench-warmup-") as tmp:
-        w = min(9, slots)
-        warm = Point(study="warmup", app="wordcount", scheme="pkg", workers=w, sources=1, delay_ms=0.1, workload="wp",
-                     messages=5_000 * w, batch_rows=1_000 * w, rate=0.0, aggregation_period=0, split="shuffle", seed=0,
-                     levers=canonical(LEVERS_DEFAULT))
+        w = min(10, slots)
+        warm = Point(study="warmup", app="wordcount", scheme="pkg", workers=w, sources=min(5, w), delay_ms=0.1,
+                     workload="wp", messages=WARM_UP_BATCHES * 500 * w, batch_rows=500 * w, rate=0.0,
+                     aggregation_period=0, split="shuffle", seed=0, levers=canonical(LEVERS_DEFAULT))
         run(config_of(warm, Path(tmp) / "run"), spark=spark)
 
 

@@ -24,6 +24,10 @@ fingerprints (:mod:`skewbench.hashing`).
   Spark pipeline both execute with :meth:`apply`.
 * Offline schemes (``offline = True``, e.g. Off-Greedy) are first given the whole stream's
   statistics with :meth:`fit`.
+* Stateless schemes (``stateless = True``: a hash, a ring, a fitted table) change nothing when they
+  route — a message's worker depends on its key alone — so a router may route any batch, in any
+  order, without the ones before it (the Spark sources then keep one copy per run).  Adaptive schemes
+  are not: a plan changes where keys go.
 * Objects pickle (PySpark ships them to executors) and :meth:`merge` sums per-source estimates.
 """
 
@@ -96,6 +100,7 @@ class Scheme:
     adaptive: ClassVar[bool] = False
     offline: ClassVar[bool] = False  # needs fit() with the whole stream's statistics first
     splits_keys: ClassVar[bool] = False  # may send one key to several workers
+    stateless: ClassVar[bool] = False  # routing changes no state: a message's worker depends on its key alone
     state_everywhere: ClassVar[bool] = False  # a key's state may live on every worker (holders: all W)
 
     def __init__(self, workers: int, seed: int = 0):

@@ -97,6 +97,21 @@ def test_pickle_round_trip_keeps_state(name):
                                   scheme.route_many(fps[1000:], now_of(fps)[1000:]))
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if REGISTRY[n].stateless])
+def test_a_stateless_scheme_routes_any_order_alike_and_changes_nothing(name):
+    fps = skewed_fps()
+    scheme = fresh(name, 7, fps)
+    before = pickle.dumps(scheme)
+    routes = scheme.route_many(fps, now_of(fps))
+    assert pickle.dumps(scheme) == before  # routing changed no state
+    backwards = scheme.route_many(fps[::-1], now_of(fps)[::-1])[::-1]
+    np.testing.assert_array_equal(backwards, routes)
+
+
+def test_the_hash_schemes_and_fitted_tables_are_stateless():
+    assert {n for n in NAMES if REGISTRY[n].stateless} == {"kg", "consistent", "off-greedy"}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_spawn_starts_empty_with_same_parameters(name):
     fps = skewed_fps()

@@ -5,7 +5,7 @@ messages enter: the "skewbench" data source's partition *j* (source *j*) routes 
 its own router — the pickled :class:`~skewbench.scheme.Scheme`, the same object the simulator uses —
 in ``seq`` order, so a ``coupling = "local"`` scheme makes exactly the decisions it makes in the
 simulator, and fans the copies out (:meth:`App.fan_out`).  The router survives across micro-batches
-in the Python process and in a file of the executor (:func:`router_at`, :func:`keep`); any process
+in the Python process and in a file every executor reads (:func:`router_at`, :func:`keep`); any process
 can rebuild it exactly, because routing is a deterministic function of the stream.  (A separate
 stateful routing operator costs a second shuffle and W more tasks per micro-batch.)
 
@@ -27,8 +27,8 @@ Which schemes can run (:func:`prepare`, with :func:`~skewbench.sources.source_ro
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -77,17 +77,22 @@ _INITIAL: dict[tuple, tuple[bytes, ...]] = {}  # run -> every source's pickled i
 _LIVE: dict[tuple, tuple[int, Scheme]] = {}  # (run, source) -> (offset, the router that routed up to it)
 
 
-def router_at(run: tuple, source: int, offset: int, stream) -> Scheme:
+def router_at(run: tuple, source: int, offset: int, stream, folder: str = "") -> Scheme:
     """Source ``source``'s router as it is after routing its messages with ``seq < offset``.
 
     ``run = (scheme, workers, sources, seed, workload, messages, split)`` names the run.  Routers are
     kept across micro-batches (:func:`keep`).  A router found at an earlier offset first routes the
     messages it missed; none found (or only later ones: a replay) means starting again from the
     initial router.  Routing is a deterministic function of the stream, so every process reaches
-    exactly the same state.
+    exactly the same state.  ``folder``: where every executor keeps routers (:func:`_saved`).
     """
     position, router = 0, None
-    for found in (_LIVE.pop((run, source), None), _load(run, source)):
+    kept = [_LIVE.pop((run, source), None)]
+    if kept[0] is None or (kept[0][0] != offset and not kept[0][1].stateless):
+        kept.append(_load(run, source, folder))  # another process may have routed the batches since
+    for found in kept:
+        if found is not None and found[1].stateless:  # routes alike from any offset
+            return found[1]
         if found is not None and position <= found[0] <= offset:
             position, router = found
     if router is None:
@@ -95,25 +100,27 @@ def router_at(run: tuple, source: int, offset: int, stream) -> Scheme:
             name, workers, sources, seed = run[:4]
             _INITIAL[run] = tuple(pickle.dumps(r) for r in prepare(name, workers, sources, stream, seed))
         router = pickle.loads(_INITIAL[run][source])
+    if router.stateless:
+        return router
     missed = position + np.flatnonzero(source_of_each_message(stream, run[2], run[6], position, offset) == source)
     if len(missed):
         router.route_many(stream.fps[missed], stream.clock[missed])
     return router
 
 
-def keep(run: tuple, source: int, offset: int, router: Scheme) -> None:
+def keep(run: tuple, source: int, offset: int, router: Scheme, folder: str = "") -> None:
     """Remember ``router`` as source ``source``'s router at ``offset`` (after a batch routed well):
-    in this process, and in the executor's file for its other Python workers (:func:`_saved`)."""
+    in this process, and in a file for the other Python workers (:func:`_saved`)."""
     _LIVE[run, source] = (offset, router)
-    path = _saved(run, source)
-    if path is not None:
-        part = path.with_name(f"{path.name}.{os.getpid()}")
+    path = _saved(run, source, folder)
+    if path is not None and not (router.stateless and path.exists()):  # routing never changes a stateless one
+        part = path.with_name(f"{path.name}.{uuid.uuid4().hex}")  # unique across the executors' processes
         part.write_bytes(pickle.dumps((offset, router)))
         part.replace(path)  # whole or not at all for a reader in another process
 
 
-def _load(run: tuple, source: int) -> tuple[int, Scheme] | None:
-    path = _saved(run, source)
+def _load(run: tuple, source: int, folder: str = "") -> tuple[int, Scheme] | None:
+    path = _saved(run, source, folder)
     try:
         return pickle.loads(path.read_bytes()) if path is not None else None
     except FileNotFoundError:
@@ -124,20 +131,26 @@ def _load(run: tuple, source: int) -> tuple[int, Scheme] | None:
 SAVED_DIR: Path | None = None
 
 
-def _saved(run: tuple, source: int) -> Path | None:
-    """The file where this executor keeps source ``source``'s latest router.  A source task lands on
-    whichever Python worker has been idle longest, hardly ever the one that routed the source's
-    previous batch, which then had to route the whole stream so far again (1 s for 12M messages
-    with sg): O(offset) per batch.  The folder is the executor's Spark files folder (one per
-    executor and application, removed with it), so a router never outlives the code that made it."""
-    folder = SAVED_DIR
-    if folder is None:
+def _saved(run: tuple, source: int, folder: str = "") -> Path | None:
+    """The file where source ``source``'s latest router is kept.  A source task lands on whichever
+    Python worker has been idle longest, hardly ever the one that routed the source's previous batch,
+    which then had to route the whole stream so far again (1 s for 12M messages with sg): O(offset) per
+    batch.  ``folder`` is the run's, which every executor sees (the driver puts it in the checkpoint
+    folder, which Spark's state needs shared): the source's previous batch may have run on another
+    executor, whose file alone would leave this one a batch to route again (0.2-0.4 s a batch at
+    W = 100 with 1M messages per batch, every other batch).  Where ``folder`` is not reachable, the
+    executor's Spark files folder (one per executor and application, removed with it)."""
+    if SAVED_DIR is not None:
+        base = SAVED_DIR
+    elif folder and Path(folder).is_dir():
+        base = Path(folder)
+    else:
         try:
             from pyspark import SparkFiles, TaskContext
         except ImportError:  # not in Spark
             return None
         if TaskContext.get() is None:
             return None
-        folder = Path(SparkFiles.getRootDirectory())
+        base = Path(SparkFiles.getRootDirectory())
     name = hashlib.sha1(repr(run).encode()).hexdigest()[:16]
-    return folder / f"router-{name}-{source}.pickle"
+    return base / f"router-{name}-{source}.pickle"

@@ -29,6 +29,7 @@ after a failure or Ctrl-C):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -195,6 +196,7 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
 
 # -- the query ------------------------------------------------------------------------------------------
 
+@functools.cache  # per session: a Spark job each run cost a bench's runs 0.7 s apiece
 def preimages(spark, count: int, partitions: int) -> np.ndarray:
     """Distinct ``v[i]`` with ``pmod(hash(cast(v[i] as bigint)), partitions) == i % partitions``, computed by
     Spark itself: worker *i* runs in task ``i % partitions`` (in task *i* when there are W partitions).
@@ -210,7 +212,9 @@ def preimages(spark, count: int, partitions: int) -> np.ndarray:
     missing = [i for i in range(count) if len(table.get(i % partitions, ())) <= i // partitions]
     if missing:
         raise RuntimeError(f"no preimage below {span} for workers {missing}")
-    return np.array([table[i % partitions][i // partitions] for i in range(count)], dtype=np.int64)
+    found = np.array([table[i % partitions][i // partitions] for i in range(count)], dtype=np.int64)
+    found.flags.writeable = False  # shared by the runs of a session
+    return found
 
 
 class Collector:
@@ -264,14 +268,14 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
     from skewbench.bench.spark import workers
     from skewbench.bench.spark.source import SkewbenchDataSource
 
-    spark.dataSource.register(SkewbenchDataSource)
+    registered(spark, SkewbenchDataSource)
     groups = preimages(spark, config.workers + closers, tasks)  # a closing group sorts after its task's workers
     routed = (spark.readStream.format("skewbench")
               .option("workload", config.workload or app.default_workload).option("messages", config.messages)
               .option("seed", config.seed).option("sources", config.sources).option("split", config.split)
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
               .option("app", config.app).option("scheme", config.scheme).option("workers", config.workers)
-              .option("closers", closers)
+              .option("closers", closers).option("routers", str(routers_folder(folder)))
               .option("stream_file", stream_file).load())
     # Computing wg in Spark is also the projection that turns the source's Arrow-backed bundles into
     # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
@@ -283,6 +287,19 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
                                       workers.SCHEMA, "blob binary", "append", "NoTimeout"))
     return (worked.writeStream.outputMode("append").foreachBatch(collector)
             .option("checkpointLocation", str(folder / "checkpoint")).start())
+
+
+@functools.cache  # once per session: 0.2 s a run
+def registered(spark, source) -> None:
+    spark.dataSource.register(source)
+
+
+def routers_folder(folder: Path) -> Path:
+    """Where the sources keep their routers between batches, seen by every executor (Spark's state
+    needs the checkpoint folder shared); removed when the run ends."""
+    path = folder / "checkpoint" / "routers"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def batch_rows(config: Config) -> int:
@@ -412,6 +429,7 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
             progress = final_progress(query, collector.last_batch)
             query.stop()
             query = None
+            shutil.rmtree(routers_folder(folder))  # the routers' last states: no result
             metrics = pd.concat(collector.metrics, ignore_index=True)
             batches = batch_table(progress, metrics)
             batches["messages"] = [len(collector.latency.get(b, ())) for b in batches["batch"]]  # done in the batch

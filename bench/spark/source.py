@@ -116,6 +116,7 @@ class Options:
         self.closers = int(options.get("closers", 0))
         self.payload = self.app.payload_columns
         self.stream_file = options.get("stream_file", "")
+        self.routers = options.get("routers", "")  # the folder where every executor keeps the routers
         self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split)
 
     def stream(self):
@@ -160,9 +161,9 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         seq = partition.start + np.flatnonzero(src == partition.source)
         batch = pd.DataFrame({"seq": seq, "fp": stream.fps.view(np.int64)[seq],
                               **{c: stream.payload[c][seq] for c in o.payload}})
-        router = routing.router_at(o.run, partition.source, partition.start, stream)
+        router = routing.router_at(o.run, partition.source, partition.start, stream, o.routers)
         sent = routing.route_batch(router, o.app, batch, stream.clock[seq])
-        routing.keep(o.run, partition.source, partition.end, router)
+        routing.keep(o.run, partition.source, partition.end, router, o.routers)
         message, worker, role = seq[sent.row], sent.worker, np.where(sent.store, STORE, PROBE).astype(np.int8)
         seqs = message
         if partition.end == o.messages and partition.source == 0:  # a flush copy of message 0 for every worker

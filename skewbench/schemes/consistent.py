@@ -84,6 +84,7 @@ class ConsistentHash(Scheme):
     """
 
     name = "consistent"
+    stateless = True
 
     def __init__(self, workers: int, seed: int = 0, vnodes: int = 1000):
         if int(vnodes) < 1:

@@ -175,6 +175,7 @@ class OffGreedy(Scheme):
 
     name = "off-greedy"
     offline = True
+    stateless = True  # once fitted: a table lookup
 
     def reset(self) -> None:
         self._table = KeyTable()

@@ -21,6 +21,7 @@ class KeyGrouping(Scheme):
     """
 
     name = "kg"
+    stateless = True
 
     def candidates(self, fp: int) -> np.ndarray:
         return np.array([int(choice_hash(np.uint64(fp), self.seed, 0) % np.uint64(self.workers))])

@@ -13,7 +13,8 @@ W, S, BATCH = 8, 3, 700
 
 @pytest.mark.parametrize("saved", [False, True], ids=["process-only", "executor-file"])
 @pytest.mark.parametrize("scheme,split", [("pkg", "shuffle"), ("dkg", "shuffle"), ("dchoices", "key"),
-                                          ("llfd", "shuffle"), ("pkg", "key")])
+                                          ("llfd", "shuffle"), ("pkg", "key"), ("off-greedy", "shuffle"),
+                                          ("kg", "key")])
 def test_routes_equal_the_simulator_across_processes_and_replays(scheme, split, saved, tmp_path, monkeypatch):
     monkeypatch.setattr(routing, "SAVED_DIR", tmp_path if saved else None)
     stream = parse("zipf:z=1.1,keys=300", messages=6000, seed=3)
@@ -33,7 +34,7 @@ def test_routes_equal_the_simulator_across_processes_and_replays(scheme, split, 
             idx = start + np.flatnonzero(source_of[start:end] == j)
             routes[idx] = router.route_many(stream.fps[idx], stream.clock[idx])
             routing.keep(run, j, end, router)
-    if scheme == "llfd":  # the fitted table is fixed: compare with routing by it
+    if scheme in ("llfd", "off-greedy"):  # the fitted table is fixed: compare with routing by it
         table = routing.prepare(scheme, W, S, stream, seed=3)[0]
         expected = table.route_many(stream.fps, stream.clock)
     else:
@@ -41,22 +42,43 @@ def test_routes_equal_the_simulator_across_processes_and_replays(scheme, split, 
     assert np.array_equal(routes, expected)
 
 
-def test_a_router_saved_by_another_process_goes_on_where_it_stopped(tmp_path, monkeypatch):
-    monkeypatch.setattr(routing, "SAVED_DIR", tmp_path)
+@pytest.mark.parametrize("where", ["executor", "run"])
+def test_a_router_saved_by_another_process_goes_on_where_it_stopped(where, tmp_path, monkeypatch):
+    """Kept in the executor's folder (SAVED_DIR stands in for it outside Spark) or the run's, which every
+    executor sees: the next batch's process, on this executor or another, goes on from there."""
+    monkeypatch.setattr(routing, "SAVED_DIR", tmp_path if where == "executor" else None)
+    folder = str(tmp_path) if where == "run" else ""
     stream = parse("zipf:z=1.1,keys=300", messages=3000, seed=3)
     run = ("pkg", W, 1, 3, "test", stream.messages, "shuffle")
     routing._LIVE.clear()
     routing._INITIAL.clear()
-    router = routing.router_at(run, 0, 0, stream)
+    router = routing.router_at(run, 0, 0, stream, folder)
     router.route_many(stream.fps[:1000], stream.clock[:1000])
-    routing.keep(run, 0, 1000, router)
-    routing._LIVE.clear()  # another Python process of the executor reads the next batch
+    routing.keep(run, 0, 1000, router, folder)
+    assert [p.name.endswith(".pickle") for p in tmp_path.iterdir()] == [True]  # one file, no part left
+    routing._LIVE.clear()  # another Python process, here or on another executor, reads the next batch
     routing._INITIAL.clear()
     monkeypatch.setattr(routing, "prepare", lambda *a, **k: pytest.fail("routed the stream again from the start"))
-    again = routing.router_at(run, 0, 1000, stream)
+    again = routing.router_at(run, 0, 1000, stream, folder)
     rest = slice(1000, None)
     assert np.array_equal(again.route_many(stream.fps[rest], stream.clock[rest]),
                           router.route_many(stream.fps[rest], stream.clock[rest]))
+
+
+def test_a_stateless_router_is_saved_once_and_never_routes_again(tmp_path, monkeypatch):
+    stream = parse("zipf:z=1.1,keys=300", messages=3000, seed=3)
+    run = ("off-greedy", W, 1, 3, "test", stream.messages, "shuffle")
+    routing._LIVE.clear()
+    routing._INITIAL.clear()
+    router = routing.router_at(run, 0, 0, stream, str(tmp_path))
+    routing.keep(run, 0, 1000, router, str(tmp_path))
+    [saved] = tmp_path.iterdir()
+    written = saved.stat().st_mtime_ns
+    routing.keep(run, 0, 2000, router, str(tmp_path))
+    assert saved.stat().st_mtime_ns == written  # not written again: routing did not change it
+    routing._LIVE.clear()  # another process, at a later offset: the saved router, nothing routed again
+    monkeypatch.setattr(type(router), "route_many", lambda *a: pytest.fail("routed again"))
+    assert routing.router_at(run, 0, 2000, stream, str(tmp_path)).stateless
 
 
 SHARED_STREAM_CHECK = """
