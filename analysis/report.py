@@ -53,7 +53,7 @@ def fidelity_section(folder: Path) -> list[str]:
 
 SECTIONS = (fidelity_section, bench.bench_results, pkg.table2, pkg.fig2, pkg.fig3, pkg.fig4, pkg.newer, dkg.dkg,
             gedik.sections, fang.sections, adaptive.adaptive, adaptive.scale_out, storm.storm, storm.offered,
-            storm.aggregation, engine.levers, engine.efficiency, bench.dkg_spark, bench.fang_spark,
+            storm.aggregation, engine.levers, engine.efficiency, engine.centre, bench.dkg_spark, bench.fang_spark,
             bench.naivebayes_spark,
             bench.sustainable_spark, provenance)
 # A smoke run's report (sections.common.SMOKE_RUN) lists its runs and draws no conclusions from them.

@@ -72,7 +72,7 @@ def test_shipped_studies_plan_the_papers_runs():
     assert len(storm.points()) == 3 * 3 * 3  # three seeds by default, five in the full profile
     points = storm.points("full")
     assert len(points) == 3 * 3 * 5 and {(p.workers, p.sources, p.workload) for p in points} == {(9, 1, "wp")}
-    assert all(p.messages == p.batch_rows * 5 == 9 * 10_000 * 5 for p in points)
+    assert all(p.messages == p.batch_rows * 5 == 9 * 4_000 * 5 for p in points)
     assert {p.seed for p in points} == set(range(5)) and len({p.name for p in points}) == len(points)
     assert [(p.workers, p.delay_ms) for p in efficiency.points("quick")] == [(10, 1.0)]  # the smoke run: once
     runs = aggregation.points("full")
@@ -219,6 +219,33 @@ def test_report_shows_every_scheme_app_and_w_of_the_matrix(tmp_path):
     assert "| pkg | 30,000 | 30,000 |" in report  # delayed points: median throughput per scheme and app
     for png in ("prediction.png", "prediction_error.png", "matrix.png"):  # and the errors' ECDF, the centre
         assert (tmp_path / png).stat().st_size > 1000 and f"({png})" in report
+
+
+def test_the_matrix_centre_is_drawn_from_the_centre_study_with_its_seeds(tmp_path):
+    from skewbench.analysis.report import write_report
+    from skewbench.analysis.sections.bench import matrix_centre
+
+    point = {"app": "wordcount", "workers": 10, "sources": 5, "delay_ms": 0.4, "correct": True, "sim_exact": True,
+             "engine_study": False, "predicted_throughput": 100.0, "prediction_error": 0.0, "overhead_median_s": 1.0,
+             "predicted_overhead_s": 1.0, "busiest_median_s": 1.0, "predicted_busiest_s": 1.0}
+    matrix = pd.DataFrame([{**point, "study": "matrix", "scheme": s, "seed": 0, "throughput": 90.0}
+                           for s in ("kg", "pkg")] + [{**point, "study": "matrix", "scheme": "kg", "seed": 0,
+                                                       "workers": 20, "throughput": 50.0}])
+    centre = pd.DataFrame([{**point, "study": "centre", "scheme": s, "seed": seed, "throughput": 100.0 + seed,
+                            "engine_share": share, "batch_rows": 125000, "max_over_mean": 1.0,
+                            "before_workers_median_s": 0.3, "after_workers_median_s": 0.1}
+                           for s, share in (("kg", 0.05), ("sg", 0.15)) for seed in range(3)])
+    rows, title = matrix_centre(matrix, centre)
+    assert len(rows) == 6 and title == "wordcount, W = 10, S = 5, 0.4 ms per message (centre study, 3 seeds)"
+    rows, title = matrix_centre(matrix, centre.iloc[:0])
+    assert list(rows["scheme"]) == ["kg", "pkg"] and title.endswith("0.4 ms per message")
+
+    pd.concat([matrix, centre]).to_csv(tmp_path / "results.csv", index=False)
+    centre.to_csv(tmp_path / "centre.csv", index=False)
+    report = write_report(tmp_path).read_text()
+    assert "## The engine's share of a batch at the matrix centre — every scheme" in report
+    assert "Mean engine share ≤ 10 % for 1 of 2 schemes; above it: sg 0.150." in report
+    assert "| kg | 3 | 0.05 [0.05, 0.05] | 101 [100, 102] |" in report and (tmp_path / "centre.png").is_file()
 
 
 def test_report_refuses_result_files_of_a_newer_format(tmp_path, capsys):

@@ -38,7 +38,7 @@ def bench_results(folder: Path) -> list[str]:
                   "(the crosses: half of the runs within 10 %, nine in ten within 25 %). The worst five:", "",
                   markdown(worst[["study", "app", "scheme", "workers", "sources", "delay_ms", "throughput",
                                    "predicted_throughput", "prediction_error", "why"]].round(3)), ""]
-    return lines + _matrix(folder, data[data["study"] == "matrix"])
+    return lines + _matrix(folder, data[data["study"] == "matrix"], data[data["study"] == "centre"])
 
 
 def _checked(data: pd.DataFrame) -> str:
@@ -82,20 +82,30 @@ def _error_ecdf(folder: Path, judged: pd.DataFrame) -> str:
     return figure(folder, "prediction_error", grid)
 
 
-def _matrix_figure(folder: Path, delayed: pd.DataFrame) -> str:
-    """Every scheme at the matrix's centre (its most common W, S and delay), measured and predicted."""
-    factors = ["app", "workers", "sources", "delay_ms"]
-    centre = delayed[factors].value_counts().index[0]
-    at = delayed[(delayed[factors] == pd.Series(centre, index=factors)).all(axis=1)]
+def _matrix_figure(folder: Path, delayed: pd.DataFrame, centre_study: pd.DataFrame) -> str:
+    """Every scheme at the matrix's centre, measured and predicted."""
+    at, title = matrix_centre(delayed, centre_study)
     bars = at.melt(id_vars="scheme", value_vars=["throughput", "predicted_throughput"], var_name="",
                    value_name="messages/s").replace({"throughput": "measured", "predicted_throughput": "predicted"})
     grid = sns.catplot(data=bars, x="scheme", y="messages/s", hue="", kind="bar", height=3.2, aspect=2.6, **CI_BARS)
     grid.set_xticklabels(rotation=45, ha="right")
-    grid.set(title=f"{centre[0]}, W = {centre[1]}, S = {centre[2]}, {centre[3]} ms per message")
+    grid.set(title=title)
     return figure(folder, "matrix", grid)
 
 
-def _matrix(folder: Path, matrix: pd.DataFrame) -> list[str]:
+def matrix_centre(delayed: pd.DataFrame, centre_study: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The runs at the matrix's centre (its most common app, W, S and delay) and a title: the ``centre``
+    study's where the bench ran it (the same point, with seeds and bigger batches), else the matrix's."""
+    factors = ["app", "workers", "sources", "delay_ms"]
+    centre = pd.Series(delayed[factors].value_counts().index[0], index=factors)
+    title = f"{centre['app']}, W = {centre['workers']}, S = {centre['sources']}, {centre['delay_ms']} ms per message"
+    same = centre_study[(centre_study[factors] == centre).all(axis=1)] if len(centre_study) else centre_study
+    if len(same):
+        return same, title + f" (centre study, {same['seed'].nunique()} seeds)"
+    return delayed[(delayed[factors] == centre).all(axis=1)], title
+
+
+def _matrix(folder: Path, matrix: pd.DataFrame, centre: pd.DataFrame) -> list[str]:
     """The matrix study: throughput per scheme and app with the delay injected, and the answer of every
     scheme × app × W run without delay (✓ = the single-process reference's)."""
     if matrix.empty:
@@ -105,7 +115,7 @@ def _matrix(folder: Path, matrix: pd.DataFrame) -> list[str]:
     if len(delayed):
         by = delayed.groupby(["scheme", "app"])["throughput"].median().unstack("app").round(0)
         lines += ["### The matrix study — median throughput (messages/s) per scheme and app, delayed points", "",
-                  _matrix_figure(folder, delayed), "",
+                  _matrix_figure(folder, delayed, centre), "",
                   markdown(by.astype(object).where(by.notna(), "—").reset_index()), ""]
     if len(bare):
         cell = bare.assign(cell=[f"{'✓' if ok else '✗ wrong answer'} {t:,.0f}/s"

@@ -94,6 +94,48 @@ def efficiency(folder: Path) -> list[str]:
             + efficiency_verdict(table), ""]
 
 
+#: Issue 20's goal for the engine's share of a batch at the matrix centre, every scheme.
+SHARE_GOAL = 0.10
+
+
+def centre(folder: Path) -> list[str]:
+    """The ``centre`` study: every scheme at the matrix's centre with 5 s of work per worker and batch — the
+    engine's share of each batch and the throughput, means over the seeds with their 95 % intervals."""
+    data = load(folder, "centre")
+    if data is None or "engine_share" not in data:
+        return []
+    order = data.groupby("scheme")["engine_share"].mean().sort_values().index.tolist()
+    grid = sns.catplot(data=data, x="scheme", y="engine_share", order=order, kind="bar", color="#8da0cb",
+                       height=3.2, aspect=2.6, **CI_BARS)
+    for ax in grid.axes.flat:
+        ax.axhline(SHARE_GOAL, color="grey", lw=0.8, ls="--")
+    grid.set_xticklabels(rotation=45, ha="right")
+    grid.set(ylabel="engine share of a batch", title=_centre_title(data))
+    rows = [{"scheme": scheme, "runs": len(runs), "engine share [95 % CI]": str(interval(runs["engine_share"])),
+             "messages/s [95 % CI]": str(interval(runs["throughput"])), "max / mean": runs["max_over_mean"].mean(),
+             "before first worker s": runs["before_workers_median_s"].mean(),
+             "after last worker s": runs["after_workers_median_s"].mean()}
+            for scheme, runs in data.groupby("scheme")]
+    table = pd.DataFrame(rows).set_index("scheme").loc[order].reset_index()
+    share = data.groupby("scheme")["engine_share"].mean()
+    over = share[share > SHARE_GOAL]
+    return ["## The engine's share of a batch at the matrix centre — every scheme", "",
+            "Engine share = (batch duration − the busiest worker's work) / batch duration, the median over a run's "
+            "measured batches: what the engine, not the scheme, decides of each batch. Issue 20's goal: at most "
+            f"{100 * SHARE_GOAL:.0f} % for every scheme (dashed line) with batches of at most 5 s of work per "
+            "worker.", "",
+            figure(folder, "centre", grid), "", markdown(table.round(3)), "",
+            f"Mean engine share ≤ {100 * SHARE_GOAL:.0f} % for {len(share) - len(over)} of {len(share)} schemes"
+            + (f"; above it: {', '.join(f'{s} {v:.3f}' for s, v in over.items())}." if len(over) else "."), ""]
+
+
+def _centre_title(data: pd.DataFrame) -> str:
+    first = data.iloc[0]
+    work = first["batch_rows"] / first["workers"] * first["delay_ms"] / 1000
+    return (f"{first['app']}, W = {first['workers']}, S = {first['sources']}, {first['delay_ms']:g} ms, "
+            f"{work:g} s of work per worker and batch")
+
+
 #: The parts of a batch's engine overhead (``skewbench.bench.spark.summary.batch_table``), as the report names them.
 OVERHEAD_PARTS = {"before_workers_median_s": "before the first worker starts (routing, shuffle, task launch)",
                   "workers_spread_median_s": "workers starting late (task launch) or waiting for a core",
