@@ -104,7 +104,8 @@ def centre(folder: Path) -> list[str]:
     data = load(folder, "centre")
     if data is None or "engine_share" not in data:
         return []
-    order = data.groupby("scheme")["engine_share"].mean().sort_values().index.tolist()
+    share = data.groupby("scheme")["engine_share"].mean().sort_values()
+    order = share.index.tolist()
     grid = sns.catplot(data=data, x="scheme", y="engine_share", order=order, kind="bar", color="#8da0cb",
                        height=3.2, aspect=2.6, **CI_BARS)
     for ax in grid.axes.flat:
@@ -117,7 +118,6 @@ def centre(folder: Path) -> list[str]:
              "after last worker s": runs["after_workers_median_s"].mean()}
             for scheme, runs in data.groupby("scheme")]
     table = pd.DataFrame(rows).set_index("scheme").loc[order].reset_index()
-    share = data.groupby("scheme")["engine_share"].mean()
     over = share[share > SHARE_GOAL]
     return ["## The engine's share of a batch at the matrix centre — every scheme", "",
             "Engine share = (batch duration − the busiest worker's work) / batch duration, the median over a run's "

@@ -90,10 +90,8 @@ def router_at(run: tuple, source: int, offset: int, stream, folder: str = "") ->
     kept = [_LIVE.pop((run, source), None)]
     if kept[0] is None or (kept[0][0] != offset and not kept[0][1].stateless):
         kept.append(_load(run, source, folder))  # another process may have routed the batches since
-    for found in kept:
-        if found is not None and found[1].stateless:  # routes alike from any offset
-            return found[1]
-        if found is not None and position <= found[0] <= offset:
+    for found in kept:  # a stateless router routes alike from any offset
+        if found is not None and (found[1].stateless or position <= found[0] <= offset):
             position, router = found
     if router is None:
         if run not in _INITIAL:
