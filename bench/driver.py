@@ -47,7 +47,7 @@ from skewbench.bench.interrupts import deferred
 from skewbench.bench.prediction import EngineModel, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.provenance import FORMAT_VERSION
-from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, canonical
+from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, canonical, uses
 from skewbench.bench.studyfile import Point, Study, load_all
 from skewbench.simulator.metrics import stddev_pct
 
@@ -90,8 +90,8 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
 
 def _run_plan(spark, out: Path, studies: list[Study], profile: str, order_seed: int, slots: int, interrupts,
               log) -> None:
-    """The warm-up, the engine calibration the bench still needs, every point not yet complete, then the
-    sustainable-throughput searches."""
+    """The warm-up, the engine calibration the bench still needs, every point not yet complete with the
+    sustainable-throughput searches after the phases they need, and the studies that crowd the executors last."""
     phases = _phases(studies)
     calibration = _calibration(out, studies, profile, spark)
     todo = _remaining(out, phases, profile) + len(calibration.missing() if calibration else ())
@@ -100,10 +100,15 @@ def _run_plan(spark, out: Path, studies: list[Study], profile: str, order_seed: 
         _warm_up(spark, slots)
         how = _calibrate(spark, out, calibration, progress, interrupts) if calibration else ""
         _announce_model(out, studies, how, log)
-        for phase in phases:  # (an offered study's points exist once the study it is offered from ran)
+
+        def measure_all(phase: list[Study]) -> None:
             for point in _ordered(studies_points(phase, out, profile), order_seed):
                 if not _complete(out, point):
                     _measure(spark, out, point, studies, profile, interrupts, progress.step, _label(point))
+
+        *phases, crowding = phases
+        for phase in phases:  # (an offered study's points exist once the study it is offered from ran)
+            measure_all(phase)
         with interrupts.raising():
             model = _model(out, studies, profile)  # the engine studies ran in the first phase
         for study in (s for s in studies if s.spec.get("sustainable")):
@@ -111,6 +116,7 @@ def _run_plan(spark, out: Path, studies: list[Study], profile: str, order_seed: 
                 while (point := _search(out, studies, profile, base, model)[1]) is not None:
                     _measure(spark, out, point, studies, profile, interrupts, progress.step,
                              _label(point) + f" (sustainable search of {base.name})")
+        measure_all(crowding)  # last, as they leave idle Python workers behind (_crowds)
 
 
 def _cluster() -> tuple[str, int]:
@@ -160,10 +166,22 @@ def _engine_studies(studies: list[Study]) -> list[Study]:
 
 
 def _phases(studies: list[Study]) -> list[list[Study]]:
-    """Engine calibration first, then the rest, then studies offered another study's measured rate."""
+    """Engine calibration first, then the rest, then studies offered another study's measured rate, and
+    last (after the sustainable-throughput searches) the studies that crowd the executors with idle Python
+    workers (:func:`_crowds`)."""
     engine = _engine_studies(studies)
     offered = [s for s in studies if s.spec.get("offered_rate")]
-    return [engine, [s for s in studies if s not in engine and s not in offered], offered]
+    crowding = [s for s in studies if _crowds(s) and s not in engine and s not in offered]
+    return [engine, [s for s in studies if s not in engine + offered + crowding], offered, crowding]
+
+
+def _crowds(study: Study) -> bool:
+    """Whether a run of the study has a Spark task per worker (a lever set without ``pack``).  Each such
+    task leaves an idle Python worker behind, which Spark keeps, and the runs after them were slower: sg
+    at W = 100, 1 ms, spent 1.5-2.4 s of engine per batch after one run of levers ``none`` at W = 100,
+    1.4-1.6 s with such runs last (docs/engine.md)."""
+    listed = [study.spec["levers"], *(extra.get("levers", []) for extra in study.spec.get("include", []))]
+    return any(not uses(levers, "packs") for sets in listed for levers in ([sets] if isinstance(sets, str) else sets))
 
 
 def studies_points(phase: list[Study], out: Path, profile: str) -> list[Point]:

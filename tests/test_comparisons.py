@@ -72,7 +72,7 @@ def test_shipped_studies_plan_the_papers_runs():
     assert len(storm.points()) == 3 * 3 * 3  # three seeds by default, five in the full profile
     points = storm.points("full")
     assert len(points) == 3 * 3 * 5 and {(p.workers, p.sources, p.workload) for p in points} == {(9, 1, "wp")}
-    assert all(p.messages == p.batch_rows * 5 == 9 * 4_000 * 5 for p in points)
+    assert all(p.messages == p.batch_rows * 4 == 9 * 4_000 * 4 for p in points)
     assert {p.seed for p in points} == set(range(5)) and len({p.name for p in points}) == len(points)
     assert [(p.workers, p.delay_ms) for p in efficiency.points("quick")] == [(10, 1.0)]  # the smoke run: once
     runs = aggregation.points("full")

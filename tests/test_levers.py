@@ -88,6 +88,20 @@ def test_a_bad_lever_in_a_study_names_the_key(tmp_path):
         load(path)
 
 
+def test_studies_with_a_task_per_worker_run_last_in_a_bench():
+    """A lever set without ``pack`` leaves an idle Python worker per task, which every later run would
+    meet: such a study runs after all others, the sustainable searches included (bench.driver._run_plan)."""
+    from skewbench.bench.driver import _crowds, _phases
+
+    packed = from_spec(_spec(name="packed"), Path("p.yaml"))
+    crowding = from_spec(_spec(name="crowding", levers=["default"], include=[{"levers": "none"}]), Path("c.yaml"))
+    offered = from_spec(_spec(name="offered", offered_rate={"study": "packed", "scheme": "kg", "delay_ms": 0}),
+                        Path("o.yaml"))
+    assert not _crowds(packed) and _crowds(crowding) and not _crowds(offered)
+    phases = _phases([crowding, packed, offered])
+    assert [[s.name for s in phase] for phase in phases][1:] == [["packed"], ["offered"], ["crowding"]]
+
+
 def test_levers_do_not_change_where_messages_go():
     from skewbench.bench.prediction import routed
 

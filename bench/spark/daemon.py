@@ -29,7 +29,8 @@ def threads() -> int:
 
 
 def preload() -> None:
-    """Import what every task needs, or stop the daemon if that started a thread."""
+    """Import what every task needs and start numba (:func:`warm_numba`), or stop the daemon if that
+    started a thread."""
     import numpy  # noqa: F401
     import pandas  # noqa: F401
     import pyarrow  # noqa: F401
@@ -38,11 +39,25 @@ def preload() -> None:
 
     from skewbench.bench.spark import source, workers  # noqa: F401
 
+    warm_numba()
     if threads() > 1:
         raise SystemExit(f"skewbench daemon: importing pandas/pyarrow started {threads() - 1} thread(s), and "
                          f"forking would be unsafe; put `spark.python.daemon.module pyspark.daemon` "
                          f"in the driver's spark-defaults.conf")
     gc.freeze()
+
+
+def warm_numba() -> None:
+    """Make the first numba call of the process here, before the fork.  It sets up LLVM and loads the
+    hashing kernels from numba's cache: 0.17 s that every new Python worker paid again when it first
+    routed (each scheme's own kernels then load in 2-60 ms).  A source task lands on a new worker
+    whenever Spark forks one, and a run with a task per worker (no ``pack``) leaves as many idle
+    workers behind, which Spark's pool hands out in turn to every later task."""
+    import numpy as np
+
+    from skewbench.scheme import make_scheme
+
+    make_scheme("kg", 2).route_many(np.arange(8, dtype=np.uint64))
 
 
 if __name__ == "__main__":
