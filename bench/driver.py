@@ -180,8 +180,9 @@ def _crowds(study: Study) -> bool:
     task leaves an idle Python worker behind, which Spark keeps, and the runs after them were slower: sg
     at W = 100, 1 ms, spent 1.5-2.4 s of engine per batch after one run of levers ``none`` at W = 100,
     1.4-1.6 s with such runs last (docs/engine.md)."""
-    listed = [study.spec["levers"], *(extra.get("levers", []) for extra in study.spec.get("include", []))]
-    return any(not uses(levers, "packs") for sets in listed for levers in ([sets] if isinstance(sets, str) else sets))
+    given = [study.spec["levers"], *(extra.get("levers", []) for extra in study.spec.get("include", []))]
+    lever_sets = [name for each in given for name in ([each] if isinstance(each, str) else each)]
+    return any(not uses(levers, "packs") for levers in lever_sets)
 
 
 def studies_points(phase: list[Study], out: Path, profile: str) -> list[Point]:
