@@ -167,6 +167,17 @@ class App:
     def state_entries(self, state) -> int:
         raise NotImplementedError
 
+    # -- moving keys between workers (issue 21: :mod:`~skewbench.bench.apps.handover`) -----------------
+    def take(self, state, fps: np.ndarray, to: int) -> tuple[object, object]:
+        """Remove the state of the keys ``fps`` (int64 fingerprints) that go to worker ``to``; returns the
+        state left and the part removed (any picklable object, for :meth:`put` on worker ``to``).  Keys the
+        worker does not hold give an empty part."""
+        raise NotImplementedError(f"app {self.name!r} cannot move a key's state")
+
+    def put(self, state, part) -> object:
+        """Add a part that :meth:`take` removed on another worker; returns the new state."""
+        raise NotImplementedError(f"app {self.name!r} cannot move a key's state")
+
     def reduce(self, frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
         """The outputs the aggregator received (one frame per micro-batch, in order), as :meth:`combine`
         needs them; apps whose outputs shrink when merged override it, so that the driver never holds

@@ -119,10 +119,31 @@ class NaiveBayes(App):
         all_docs, first = np.unique(np.concatenate([state["docs"], docs]), return_index=True)
         doc_labels = np.concatenate([state["doc_labels"], labels])[first]
         out = pd.DataFrame({c: rows[c].to_numpy()[~store] for c in OUTPUT_COLUMNS}, columns=OUTPUT_COLUMNS)
-        return {"fps": keys, "counts": totals, "docs": all_docs, "doc_labels": doc_labels}, out
+        return {**state, "fps": keys, "counts": totals, "docs": all_docs, "doc_labels": doc_labels}, out
 
     def state_entries(self, state) -> int:
         return len(state["fps"])
+
+    def take(self, state, fps, to):
+        """The counts of the words ``fps``; the worker remembers where they went, so that a query it
+        answered before they left gets its reply from their new worker (:meth:`combine`)."""
+        going = np.isin(state["fps"], fps)
+        gone_fps, gone_to = state.get("gone", (np.empty(0, np.int64), np.empty(0, np.int64)))
+        stay = ~np.isin(gone_fps, fps)
+        gone_fps, gone_to = np.r_[gone_fps[stay], fps], np.r_[gone_to[stay], np.full(len(fps), to)]
+        order = np.argsort(gone_fps, kind="stable")
+        left = {**state, "fps": state["fps"][~going], "counts": state["counts"][~going],
+                "gone": (gone_fps[order], gone_to[order])}
+        return left, {"fps": state["fps"][going], "counts": state["counts"][going], "moved": np.asarray(fps)}
+
+    def put(self, state, part):
+        keys, counts = add_counts(state["fps"], state["counts"], part["fps"], part["counts"])
+        state = {**state, "fps": keys, "counts": counts}
+        if "gone" in state:  # words that come back answer here again
+            gone_fps, gone_to = state["gone"]
+            back = np.isin(gone_fps, part["moved"])  # counted here or only probed: either way, here now
+            state["gone"] = (gone_fps[~back], gone_to[~back])
+        return state
 
     def combine(self, outputs, states) -> Verdict:
         width = max([s["counts"].shape[1] for s in states] + [int(outputs["label"].max()) + 1 if len(outputs) else 0])
@@ -137,9 +158,10 @@ class NaiveBayes(App):
         # Each probed worker's reply: its final count of (word, class).
         seq = outputs["seq"].to_numpy(dtype=np.int64)
         replies = np.zeros((len(outputs), width), dtype=np.int64)
-        for w in np.unique(outputs["worker"].to_numpy()):
-            at = np.flatnonzero(outputs["worker"].to_numpy() == w)
-            replies[at] = _lookup(states[w]["fps"], states[w]["counts"], outputs["fp"].to_numpy(np.int64)[at], width)
+        fps, holder = outputs["fp"].to_numpy(np.int64), _final_holders(states, outputs)
+        for w in np.unique(holder):
+            at = np.flatnonzero(holder == w)
+            replies[at] = _lookup(states[w]["fps"], states[w]["counts"], fps[at], width)
         occurrences, first, inverse = np.unique(seq, return_index=True, return_inverse=True)
         counts = np.zeros((len(occurrences), width), dtype=np.int64)
         np.add.at(counts, inverse, replies)
@@ -167,6 +189,26 @@ class NaiveBayes(App):
         arrays = ("class_docs", "class_words", "query_seq", "query_counts", "docs", "truth", "predicted", "scores")
         return (a.vocabulary == b.vocabulary and a.accuracy == b.accuracy
                 and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in arrays))
+
+
+def _final_holders(states: list, outputs: pd.DataFrame) -> np.ndarray:
+    """The worker whose final state answers each probe: the probed one, or, when the word moved on
+    (:meth:`NaiveBayes.take`), the worker it went to, followed as far as it went."""
+    holder, fps = outputs["worker"].to_numpy(np.int64).copy(), outputs["fp"].to_numpy(np.int64)
+    for _ in range(len(states) + 1):  # a chain visits a worker at most once: one coming back drops its entry
+        moved = False
+        for w in np.unique(holder):
+            gone_fps, gone_to = states[w].get("gone", (np.empty(0, np.int64), None))
+            if not len(gone_fps):
+                continue
+            at = np.flatnonzero(holder == w)
+            where = np.minimum(np.searchsorted(gone_fps, fps[at]), len(gone_fps) - 1)
+            hit = gone_fps[where] == fps[at]
+            holder[at[hit]] = gone_to[where[hit]]
+            moved |= bool(hit.any())
+        if not moved:
+            return holder
+    raise ValueError("a word's moves form a cycle: a worker handed a word on and never got it back")
 
 
 def _lookup(keys: np.ndarray, counts: np.ndarray, fps: np.ndarray, width: int) -> np.ndarray:

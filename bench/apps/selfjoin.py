@@ -61,6 +61,20 @@ def _pairs(seq_a, price_a, seq_b, price_b, worker: int) -> pd.DataFrame:
                          "seq_b": seq_b, "dprice": price_b - price_a}, columns=OUTPUT_COLUMNS)
 
 
+def _late(state: dict, new: dict, lateness: int) -> tuple[int, int] | None:
+    """The first new tick (``new`` sorted by seq) more than ``lateness`` behind the newest tick the
+    worker had seen, with that newest; None when all are in order.  A tick of a key that has just moved
+    here (:meth:`SelfJoin.put`) counts from the newest tick its old worker had seen: its window came
+    with it, and its ticks held while it moved are older than this worker's own newest."""
+    limit = np.full(len(new["seq"]), state["newest"], dtype=np.int64)
+    if len(state.get("arrived", ())):
+        keys, newest = state["arrived"]
+        at = np.minimum(np.searchsorted(keys, new["fp"]), len(keys) - 1)
+        limit = np.where(keys[at] == new["fp"], newest[at], limit)
+    bad = np.flatnonzero(new["seq"] < limit - lateness)
+    return (int(new["seq"][bad[0]]), int(limit[bad[0]])) if len(bad) else None
+
+
 @register_app
 class SelfJoin(App):
     """Join ticks of the same ticker at most ``window`` messages apart; see the module docstring.
@@ -99,8 +113,9 @@ class SelfJoin(App):
         worker = int(rows["worker"].iloc[0]) if len(rows) else -1
         new = {"fp": rows["fp"].to_numpy(dtype=np.int64), "seq": rows["seq"].to_numpy(dtype=np.int64),
                "price": rows["price"].to_numpy(dtype=np.float64), "store": (rows["role"] == "store").to_numpy()}
-        if len(rows) and new["seq"][0] < state["newest"] - self.lateness:
-            raise ValueError(f"self-join worker {worker} got tick {new['seq'][0]} after tick {state['newest']}: "
+        late = _late(state, new, self.lateness)
+        if late is not None:
+            raise ValueError(f"self-join worker {worker} got tick {late[0]} after tick {late[1]}: "
                              f"rows arrived more than lateness={self.lateness} messages out of order")
         both = {c: np.concatenate([state[c], new[c]]) for c in _STATE}
         w = self.window
@@ -120,6 +135,21 @@ class SelfJoin(App):
 
     def state_entries(self, state) -> int:
         return len(np.unique(state["fp"][state["store"]]))
+
+    def take(self, state, fps, to):
+        """The window's ticks of ``fps``, and the newest tick this worker had seen (:func:`_late`)."""
+        going = np.isin(state["fp"], fps)
+        part = {**{c: state[c][going] for c in _STATE}, "fps": np.asarray(fps, dtype=np.int64),
+                "newest": state["newest"]}
+        return {**state, **{c: state[c][~going] for c in _STATE}}, part
+
+    def put(self, state, part):
+        both = {c: np.concatenate([state[c], part[c]]) for c in _STATE}
+        order = np.argsort(both["seq"], kind="stable")
+        keys, newest = state.get("arrived", (np.empty(0, np.int64), np.empty(0, np.int64)))
+        keys, newest = np.r_[keys, part["fps"]], np.r_[newest, np.full(len(part["fps"]), part["newest"])]
+        order_keys = np.argsort(keys, kind="stable")
+        return {**state, **{c: both[c][order] for c in _STATE}, "arrived": (keys[order_keys], newest[order_keys])}
 
     def combine(self, outputs, states) -> pd.DataFrame:
         pairs = outputs[["seq_a", "seq_b", "dprice"]]

@@ -113,6 +113,21 @@ class WordCount(App):
     def state_entries(self, state) -> int:
         return state["held"]
 
+    def take(self, state, fps, to):
+        """The counters of ``fps`` not yet sent (all of them with ``period=0``: they only count on)."""
+        going = np.isin(state["fps"], fps)
+        columns = ("fps", "counts", "keys") if "keys" in state else ("fps", "counts")
+        part = {c: state[c][going] for c in columns}
+        left = {**state, **{c: state[c][~going] for c in columns}}
+        left["held"] = len(left["fps"])
+        return left, part
+
+    def put(self, state, part):
+        keys = part.get("keys", np.empty(len(part["fps"]), dtype=object))
+        state = {**state, **_merge(state, part["fps"], keys, part["counts"])}
+        state["held"] = len(state["fps"])
+        return state
+
     def reduce(self, frames):
         """The counts summed per key: the aggregator's totals after the last micro-batch."""
         totals = pd.Series(dtype=np.int64)

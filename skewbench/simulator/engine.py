@@ -24,6 +24,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from skewbench.migration import Live, Version
 from skewbench.scheme import Plan, Scheme, make_scheme
 from skewbench.simulator import metrics
 from skewbench.sources import plan_on_prefix, source_of_each_message, source_routers
@@ -45,6 +46,7 @@ class SimResult:
     timeseries: pd.DataFrame
     routes: np.ndarray | None = field(repr=False)
     plans: list[Plan] = field(default_factory=list, repr=False)
+    versions: list[Version] = field(default_factory=list, repr=False)  # live routing: every routing version
 
 
 def _boundaries(n: int, interval: int, schedule: dict[int, int]) -> np.ndarray:
@@ -111,7 +113,7 @@ class Simulation:
 
     def __init__(self, stream: Stream, scheme: str, workers: int, sources: int = 1, *, split: str = "shuffle",
                  interval: int | None = None, schedule: dict[int, int] | None = None, seed: int = 0,
-                 samples: int = 1000, params: dict | None = None):
+                 samples: int = 1000, params: dict | None = None, live: Live | None = None):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if sources < 1:
@@ -120,14 +122,27 @@ class Simulation:
             raise ValueError("the stream has no messages")
         self.stream, self.scheme, self.sources, self.split = stream, scheme, sources, split
         self.seed, self.params = seed, dict(params or {})
+        if live is not None and (interval or schedule):
+            raise ValueError("live routing counts in micro-batches: give its batch and schedule, not interval or "
+                             "schedule")
+        self.live = live
         self.schedule = {0: workers, **(schedule or {})}
+        if live is not None:  # W per message index, for the widths the metrics need
+            self.schedule.update({b * live.batch: w for b, w in live.schedule.items()})
         if min(self.schedule.values()) < 1:
             raise ValueError("every worker count in the schedule must be >= 1")
-        self.interval = int(interval or max(1, stream.messages // 100))
+        self.interval = int(live.batch if live else interval or max(1, stream.messages // 100))
         self.samples = samples
 
     def _new_router(self, workers: int) -> Scheme:
         return make_scheme(self.scheme, workers, seed=self.seed, **self.params)
+
+    def _rescaled(self, workers: int) -> Scheme:
+        """A scheme that does not plan, started again for a new W (an offline one fitted again)."""
+        router = self._new_router(workers)
+        if router.offline:
+            router.fit(self._whole_stream_stats(workers))
+        return router
 
     def run(self) -> SimResult:
         stream, n = self.stream, self.stream.messages
@@ -136,6 +151,7 @@ class Simulation:
         if proto.offline:
             proto.fit(self._whole_stream_stats(workers))
         _warm_up(proto, stream)
+        controller = self.live.controller(proto, n, self._rescaled) if self.live else None
         routers = source_routers(proto, self.sources)
         measures = metrics.Measures(np.unique(np.linspace(0, n, self.samples + 1).astype(np.int64)[1:]), width)
         routes = np.empty(n, dtype=np.int64) if isinstance(stream, Stream) else None
@@ -150,13 +166,21 @@ class Simulation:
                 routes[start:start + len(piece)] = piece_routes
             measures.add(piece.ids, piece_routes, piece.n_keys, workers)
             interval.add(piece, piece_routes, keys=proto.adaptive)
-            if closes:
+            if controller is not None:
+                controller.observe(fps, piece_routes, float(clock[-1]))
+            if closes and controller is not None:
+                version = controller.current
+                if controller.after((start + len(piece) - 1) // self.interval) is not version:
+                    routers = source_routers(controller.current.router, self.sources)
+                    workers, migrated = controller.current.workers, migrated + len(controller.current.moves)
+            elif closes:
                 for router in routers:
                     router.sync(measures.series.totals[:workers].astype(np.float64))
                 proto, new_workers, moved = self._control(proto, routers, workers, start + len(piece), interval,
                                                           piece, measures.keys, plans)
                 workers, interval, migrated = new_workers, _Interval(width), migrated + moved
-        return self._result(measures, routes, routers, plans, migrated, route_seconds)
+        versions = controller.versions if controller is not None else []
+        return self._result(measures, routes, routers, plans, migrated, route_seconds, versions)
 
     def _control(self, proto, routers, workers, end, interval, piece, keys, plans) -> tuple[Scheme, int, int]:
         """At the end of an interval (message ``end``, the last of ``piece``): an adaptive scheme
@@ -192,7 +216,7 @@ class Simulation:
             return 0
         return int(np.count_nonzero(_owners(old, seen_fps) != _owners(fresh, seen_fps)))
 
-    def _result(self, measures, routes, routers, plans, migrated, route_seconds) -> SimResult:
+    def _result(self, measures, routes, routers, plans, migrated, route_seconds, versions) -> SimResult:
         stream, n = self.stream, self.stream.messages
         measured = measures.row(n)
         row = {
@@ -203,8 +227,9 @@ class Simulation:
             "interval": self.interval,
             **measured,
             "table_size": int(routers[0].table_size()),
-            "plans": len(plans),
-            "plan_seconds_mean": float(np.mean([p.build_seconds for p in plans])) if plans else 0.0,
+            "plans": len(plans) + sum(v.step == 1 for v in versions[1:]),
+            "plan_seconds_mean": float(np.mean([p.build_seconds for p in plans] +
+                                               [v.plan_seconds for v in versions[1:] if v.step == 1] or [0.0])),
             "migrated_keys": migrated,
             "route_seconds": route_seconds,
             "msgs_per_s": n / route_seconds if route_seconds > 0 else float("inf"),
@@ -213,7 +238,7 @@ class Simulation:
         points, imbalance = measures.series.points, measures.imbalance()
         timeseries = pd.DataFrame({"messages": points, "workers": measures.series.active, "imbalance": imbalance,
                                    "imbalance_fraction": imbalance / points})
-        return SimResult(row=row, timeseries=timeseries, routes=routes, plans=plans)
+        return SimResult(row=row, timeseries=timeseries, routes=routes, plans=plans, versions=versions)
 
 
 def simulate(stream: Stream | GeneratedStream, scheme: str, workers: int, sources: int = 1, **options) -> SimResult:
@@ -224,7 +249,9 @@ def simulate(stream: Stream | GeneratedStream, scheme: str, workers: int, source
 
     Options: ``split`` (``"shuffle"`` or ``"key"``), ``interval`` (messages between controller
     steps; default n/100), ``schedule`` ({message index: new W}), ``seed``, ``samples`` (points of
-    the I(t) series), ``params`` (scheme parameters).
+    the I(t) series), ``params`` (scheme parameters), ``live`` (a :class:`~skewbench.migration.Live`:
+    routing that changes at micro-batch boundaries exactly as the pipelines change it, instead of
+    ``interval`` and ``schedule``).
 
     >>> from skewbench.stream import Stream
     >>> s = Stream("demo", np.random.default_rng(0).zipf(2.0, 20_000) % 500)

@@ -1,0 +1,108 @@
+"""A worker's side of moving keys while the stream runs (issue 21), after Megaphone (Hoffmann et al.,
+VLDB 2019): the migration travels as data in the stream, and a key's records wait for its state.
+
+When a routing version moves key *k* from worker *a* to worker *b* (:mod:`skewbench.migration`), the
+batch that first routes with it sends *k*'s messages to *b* and tells both workers:
+
+* *a* (``leaving``) takes *k*'s state out before it handles the batch (:meth:`App.take`) and sends it
+  on as a :class:`Parcel`: removal and emission are one step of one batch, so they commit or replay
+  together;
+* *b* (``arriving``) holds *k*'s rows — this batch's and any later one's — until the parcel of that
+  version from *a* comes; the parcel is delivered in the next batch (the driver re-injects what the
+  workers emitted).  *b* installs it (:meth:`App.put`), ignores a second copy of it (a replayed
+  delivery), and then handles the rows it held, in ``seq`` order with the rest of the batch.
+
+:func:`handle` is that batch step, pure: the in-process pipeline
+(:func:`~skewbench.bench.apps.local.run_in_process`) and the Spark worker stage call the same function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Parcel:
+    """The state of the keys ``fps`` (int64) that moved from worker ``src`` to ``dst`` with routing
+    version ``version``: ``part`` is what :meth:`App.take` removed."""
+
+    version: int
+    src: int
+    dst: int
+    fps: np.ndarray
+    part: object
+
+
+@dataclass
+class Desk:
+    """What a worker keeps about migrations besides its app state: the parcels it awaits, by
+    ``(version, src)``, and the rows it holds for their keys."""
+
+    awaiting: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    held: pd.DataFrame | None = None
+
+    def waiting_keys(self) -> np.ndarray:
+        return np.concatenate(list(self.awaiting.values())) if self.awaiting else np.empty(0, np.int64)
+
+
+@dataclass(frozen=True)
+class Orders:
+    """What a batch's routing version tells one worker: ``leaving`` — ``(version, dst, fps)`` for the
+    keys it hands over; ``arriving`` — ``(version, src, fps)`` for the keys it will receive."""
+
+    leaving: tuple = ()
+    arriving: tuple = ()
+
+
+@dataclass
+class Handled:
+    """One worker's batch step: the new app state, its outputs, the parcels it sends, and counts for the
+    run's timeline (rows held after the step, rows released from holding, duplicate parcels ignored)."""
+
+    state: object
+    outputs: pd.DataFrame | None
+    sent: list[Parcel]
+    held: int
+    released: int
+    duplicates: int
+
+
+def handle(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Orders = Orders(),
+           parcels: list[Parcel] = ()) -> Handled:
+    """One batch of one worker (module docstring); ``rows`` as :meth:`App.process` takes them, ``desk``
+    updated in place."""
+    sent = []
+    for version, dst, fps in orders.leaving:
+        state, part = app.take(state, np.asarray(fps, np.int64), int(dst))
+        sent.append(Parcel(int(version), worker, int(dst), np.asarray(fps, np.int64), part))
+    for version, src, fps in orders.arriving:
+        desk.awaiting[int(version), int(src)] = np.asarray(fps, np.int64)
+    duplicates = 0
+    for parcel in parcels:
+        if desk.awaiting.pop((parcel.version, parcel.src), None) is None:
+            duplicates += 1  # delivered before, or never awaited: installing it would count it twice
+        else:
+            state = app.put(state, parcel.part)
+    ready, released = _release(desk, rows)
+    outputs = None
+    if len(ready):
+        state, outputs = app.process(state, ready)
+    held = 0 if desk.held is None else len(desk.held)
+    return Handled(state, outputs, sent, held, released, duplicates)
+
+
+def _release(desk: Desk, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The rows to handle now, in ``seq`` order, and how many of them had been held; rows of keys still
+    awaited go (or stay) on the desk."""
+    earlier = 0 if desk.held is None else len(desk.held)
+    both = rows if desk.held is None else pd.concat([desk.held, rows], ignore_index=True)
+    wait = np.isin(both["fp"].to_numpy(np.int64), desk.waiting_keys())
+    desk.held = both[wait].reset_index(drop=True) if wait.any() else None
+    released = earlier - int(wait[:earlier].sum())
+    ready = both[~wait]
+    if released:
+        ready = ready.sort_values("seq", kind="stable")
+    return ready.reset_index(drop=True), released

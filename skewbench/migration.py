@@ -1,0 +1,273 @@
+"""Routing that changes while the stream runs (issue 21): versions, their moves, and the controller.
+
+A run's routing is a sequence of immutable **versions**.  Version 0 is the scheme's initial router; the
+:class:`Controller` publishes a new one after a micro-batch when the scheme rebalances (every ``every``
+batches, adaptive schemes only) or when the schedule changes the number of workers W.  A version says
+which router is in force from its first batch on, and which keys' state moves when it comes into force:
+every key seen so far whose worker differs between the old router and the new (:data:`MOVE_DTYPE`
+rows).  The workers carry the moves out (:mod:`skewbench.bench.apps.handover`): the old worker hands
+the state over in the version's first batch, the new one installs it in the next, holding the key's
+rows until then.  So a migration is *in flight* for one batch after its version, and the controller
+publishes nothing new meanwhile.
+
+Two strategies, after Megaphone (Hoffmann et al., VLDB 2019):
+
+* ``all-at-once`` — one version moves every key of the plan;
+* ``fluid`` — the plan's moves are split over consecutive versions, each moving at most ``fluid_keys``
+  keys out of and into any one worker; the keys not yet moved stay where their state is
+  (:class:`Pinned`), so the scheme's plan is in force once the last step is.
+
+Everything here is a deterministic function of the messages and the scheme, so the simulator and the
+cluster publish the same versions at the same batches.  Key-affine schemes only (one worker per key at a
+time): a key-splitting scheme's state is partial on several workers, which a W change would have to
+merge downstream instead (not done yet).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from skewbench.scheme import MOVE_DTYPE, Scheme, Stats
+
+STRATEGIES = ("all-at-once", "fluid")
+
+
+class Pinned(Scheme):
+    """``base``, except that the keys ``keys`` go to the workers ``to``: a fluid migration's
+    intermediate router, whose keys not yet moved still go where their state is."""
+
+    def __init__(self, base: Scheme, keys: np.ndarray, to: np.ndarray):
+        self.base, self.keys, self.to = base, keys, to
+        self.name, self.coupling, self.adaptive = base.name, base.coupling, base.adaptive
+        self.stateless, self.offline = base.stateless, base.offline
+        super().__init__(base.workers, base.seed)
+
+    def reset(self) -> None:
+        order = np.argsort(np.asarray(self.keys, dtype=np.uint64), kind="stable")
+        self._keys = np.asarray(self.keys, dtype=np.uint64)[order]
+        self._to = np.asarray(self.to, dtype=np.int64)[order]
+
+    def spawn(self) -> Pinned:
+        return Pinned(self.base.spawn(), self.keys, self.to)
+
+    def _pin(self, fps: np.ndarray, routes: np.ndarray) -> np.ndarray:
+        if not len(self._keys) or not len(fps):
+            return routes
+        at = np.minimum(np.searchsorted(self._keys, fps), len(self._keys) - 1)
+        hit = self._keys[at] == fps
+        return np.where(hit, self._to[at], routes)
+
+    def route_many(self, fps, now=None) -> np.ndarray:
+        fps = np.ascontiguousarray(fps).view(np.uint64)
+        return self._pin(fps, np.asarray(self.base.route_many(fps, now), dtype=np.int64))
+
+    def candidates(self, fp: int) -> np.ndarray:
+        fps = np.array([fp], dtype=np.uint64)
+        return self._pin(fps, np.asarray(self.base.candidates(fp), dtype=np.int64)[:1])
+
+    def table_size(self) -> int:
+        return self.base.table_size() + len(self._keys)
+
+
+def owners(router: Scheme, fps: np.ndarray) -> np.ndarray:
+    """The worker ``router`` sends each key to, without changing ``router`` (a copy routes them)."""
+    return np.asarray(copy.deepcopy(router).route_many(np.ascontiguousarray(fps).view(np.uint64)), dtype=np.int64)
+
+
+def fluid_steps(moves: np.ndarray, fluid_keys: int) -> list[np.ndarray]:
+    """Split ``moves`` (in order) into steps that move at most ``fluid_keys`` keys out of and into any one
+    worker: each move goes to the first step where both its workers still have room."""
+    if fluid_keys < 1:
+        raise ValueError(f"fluid migration needs fluid_keys >= 1, got {fluid_keys}")
+    step = np.empty(len(moves), dtype=np.int64)
+    out: dict[tuple[int, int], int] = {}  # (step, worker) -> keys leaving it in that step
+    into: dict[tuple[int, int], int] = {}
+    first_free: dict[tuple[str, int], int] = {}  # where to start looking, per worker and direction
+    for i, (src, dst) in enumerate(zip(moves["src"].tolist(), moves["dst"].tolist())):
+        s = max(first_free.get(("out", src), 0), first_free.get(("in", dst), 0))
+        while out.get((s, src), 0) >= fluid_keys or into.get((s, dst), 0) >= fluid_keys:
+            s += 1
+        step[i] = s
+        out[s, src], into[s, dst] = out.get((s, src), 0) + 1, into.get((s, dst), 0) + 1
+        if out[s, src] >= fluid_keys:
+            first_free["out", src] = s + 1
+        if into[s, dst] >= fluid_keys:
+            first_free["in", dst] = s + 1
+    return [moves[step == s] for s in range(int(step.max()) + 1)] if len(moves) else []
+
+
+@dataclass(frozen=True)
+class Live:
+    """Routing that changes during a run, as the simulator and the pipelines take it: micro-batches of
+    ``batch`` messages; rebalance ``every`` that many batches (0: never); ``schedule`` ``{batch: W}``;
+    ``migration`` and ``fluid_keys`` as :class:`Controller` takes them."""
+
+    batch: int
+    every: int = 0
+    schedule: dict = field(default_factory=dict)
+    migration: str = "all-at-once"
+    fluid_keys: int = 0
+
+    def batches(self, messages: int) -> int:
+        return -(-messages // self.batch)
+
+    def controller(self, router: Scheme, messages: int, rescale: Callable[[int], Scheme] | None = None) -> Controller:
+        if self.batch < 1:
+            raise ValueError(f"a micro-batch needs >= 1 messages, got {self.batch}")
+        return Controller(router, self.batches(messages), every=self.every, schedule=self.schedule,
+                          strategy=self.migration, fluid_keys=self.fluid_keys, rescale=rescale)
+
+    def widest(self, workers: int) -> int:
+        """The most workers the run ever has (Spark provisions that many state partitions up front)."""
+        return max([workers, *self.schedule.values()])
+
+
+@dataclass(frozen=True)
+class Version:
+    """Routing version ``number``, in force from batch ``first_batch`` on: ``router`` routes, ``moves``
+    (:data:`MOVE_DTYPE`) are the keys whose state moves as it comes into force.  ``step``/``steps``: its
+    place in a fluid migration (1/1 otherwise); ``plan_seconds``: the scheme's planning time (first step)."""
+
+    number: int
+    first_batch: int
+    router: Scheme = field(repr=False)
+    moves: np.ndarray = field(repr=False)
+    workers: int = 0
+    reason: str = "start"  # start | rebalance | scale
+    step: int = 1
+    steps: int = 1
+    plan_seconds: float = 0.0
+
+
+class Controller:
+    """Decides after every micro-batch which version the next batch routes with (module docstring).
+
+    ``router``: the initial router (for an adaptive scheme, the object that plans and applies);
+    ``batches``: the run's micro-batches (a migration must be delivered before the last ends);
+    ``every``: rebalance every that many batches (0: never); ``schedule``: ``{batch: W}``;
+    ``rescale``: a router for W workers, for schemes that do not plan (a hash: kg, consistent).
+    """
+
+    def __init__(self, router: Scheme, batches: int, *, every: int = 0, schedule: dict[int, int] | None = None,
+                 strategy: str = "all-at-once", fluid_keys: int = 0,
+                 rescale: Callable[[int], Scheme] | None = None):
+        schedule = dict(schedule or {})
+        check(router, batches, every, schedule, strategy, fluid_keys)
+        if schedule and not router.adaptive and rescale is None:
+            raise ValueError(f"scheme {router.name!r} changes W by starting a new router: give rescale")
+        self.batches, self.every, self.schedule = batches, every, schedule
+        self.strategy, self.fluid_keys, self.rescale = strategy, fluid_keys, rescale
+        self.versions = [Version(0, 0, router, np.empty(0, MOVE_DTYPE), router.workers)]
+        self._pending: list[Version] = []  # the later steps of a fluid migration
+        self._seen = np.empty(0, np.uint64)
+        self._keys, self._counts = np.empty(0, np.uint64), np.empty(0, np.int64)
+        self._loads = np.zeros(router.workers, np.int64)
+        self._now = 0.0
+        self.skipped: list[tuple[int, str]] = []  # (batch, why) of plans not made
+
+    @property
+    def current(self) -> Version:
+        return self.versions[-1]
+
+    def observe(self, fps: np.ndarray, workers: np.ndarray, now: float = 0.0) -> None:
+        """A batch's message copies: their keys and the workers they went to.  Every key seen moves when
+        its worker changes — a key only probed so far too: where it was probed, a reply may be due."""
+        fps = np.ascontiguousarray(fps).view(np.uint64)
+        keys, counts = np.unique(fps, return_counts=True)
+        merged, inverse = np.unique(np.r_[self._keys, keys], return_inverse=True)
+        totals = np.zeros(len(merged), np.int64)
+        np.add.at(totals, inverse, np.r_[self._counts, counts])
+        self._keys, self._counts = merged, totals
+        self._seen = np.union1d(self._seen, keys)
+        width = max(len(self._loads), int(workers.max()) + 1 if len(workers) else 0)
+        self._loads = np.pad(self._loads, (0, width - len(self._loads)))
+        self._loads += np.bincount(np.asarray(workers, np.int64), minlength=width)
+        self._now = float(now)
+
+    def after(self, batch: int) -> Version:
+        """The version batch ``batch + 1`` routes with, once batch ``batch`` has ended."""
+        nxt = batch + 1
+        if nxt >= self.batches:
+            return self.current
+        if self._pending:
+            self.versions.append(_starting(self._pending.pop(0), nxt, len(self.versions)))
+            return self.current
+        if len(self.current.moves) and self.current.first_batch == batch:
+            return self.current  # its state is in flight until batch `nxt` ends
+        target = self._target(nxt)
+        due = target != self.current.workers or (self.every and self.current.router.adaptive and nxt % self.every == 0)
+        if not due:
+            return self.current
+        steps = self._plan(target, nxt) if nxt + 1 < self.batches else []
+        if not steps or nxt + len(steps) >= self.batches:  # the last parcel would never be delivered
+            self.skipped.append((nxt, "too close to the end of the stream"))
+            return self.current
+        self._keys, self._counts = np.empty(0, np.uint64), np.empty(0, np.int64)
+        self._loads[:] = 0
+        self.versions.append(_starting(steps[0], nxt, len(self.versions)))
+        self._pending = steps[1:]
+        return self.current
+
+    def _target(self, batch: int) -> int:
+        """W as the schedule has it at ``batch`` (its latest entry at or before it)."""
+        due = [b for b in self.schedule if b <= batch]
+        return self.schedule[max(due)] if due else self.versions[0].workers
+
+    def _plan(self, target: int, batch: int) -> list[Version]:
+        """The versions of one migration to ``target`` workers, the first from ``batch`` on.  An adaptive
+        scheme plans on a copy of the router in force, which routes from then on if the plan is taken."""
+        old, workers = self.current.router, self.current.workers
+        began = time.perf_counter()
+        if old.adaptive:
+            new = copy.deepcopy(old)
+            stats = Stats(keys=self._keys, counts=self._counts.astype(np.float64), loads=self._loads[:workers],
+                          now=self._now)
+            new.apply(new.rebalance(stats, workers=target if target != workers else None))
+        else:
+            new = self.rescale(target)
+        seconds = time.perf_counter() - began
+        reason = "scale" if target != workers else "rebalance"
+        before, after = owners(old, self._seen), owners(new, self._seen)
+        changed = np.flatnonzero(before != after)
+        moves = np.empty(len(changed), MOVE_DTYPE)
+        moves["key"], moves["src"], moves["dst"] = self._seen[changed], before[changed], after[changed]
+        groups = [moves] if self.strategy == "all-at-once" or not len(moves) else fluid_steps(moves, self.fluid_keys)
+        versions = []
+        for i, group in enumerate(groups):
+            later = np.concatenate([moves[:0], *groups[i + 1:]])
+            router = new if not len(later) else Pinned(new, later["key"], later["src"])
+            versions.append(Version(0, batch, router, group, target, reason, i + 1, len(groups),
+                                    seconds if i == 0 else 0.0))
+        return versions
+
+
+def _starting(version: Version, batch: int, number: int) -> Version:
+    return Version(number, batch, version.router, version.moves, version.workers, version.reason, version.step,
+                   version.steps, version.plan_seconds)
+
+
+def check(router: Scheme, batches: int, every: int, schedule: dict[int, int], strategy: str,
+          fluid_keys: int) -> None:
+    """``ValueError`` with one clear line for a controller setting the scheme or the run cannot honour."""
+    if every < 0:
+        raise ValueError(f"the rebalance interval must be >= 1 micro-batches (0: never), got {every}")
+    if every and not router.adaptive:
+        raise ValueError(f"scheme {router.name!r} cannot rebalance (not adaptive); drop the rebalance interval or "
+                         f"use one of gedik-*, llfd, mintable, minmig, mixed*")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown migration strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    if strategy == "fluid" and fluid_keys < 1:
+        raise ValueError(f"fluid migration needs a limit of keys per worker and batch >= 1, got {fluid_keys}")
+    for batch, workers in schedule.items():
+        if batch < 1 or batch >= batches:
+            raise ValueError(f"the schedule changes W at batch {batch}, outside the run's batches 1..{batches - 1}")
+        if workers < 1:
+            raise ValueError(f"the schedule sets W = {workers} at batch {batch}; W must be >= 1")
+    if (every or schedule) and router.splits_keys:
+        raise ValueError(f"scheme {router.name!r} splits keys over workers; moving state when its routing changes "
+                         f"is not supported yet (key-affine schemes only)")

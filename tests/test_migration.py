@@ -1,0 +1,128 @@
+"""Routing that changes while the stream runs: versions, fluid steps and the controller (issue 21).
+
+The apps' answers under migration are in tests/apps/test_handover.py."""
+
+import numpy as np
+import pytest
+
+from skewbench.hashing import fingerprints
+from skewbench.migration import MOVE_DTYPE, Controller, Pinned, fluid_steps, owners
+from skewbench.scheme import make_scheme
+
+
+def moves_of(pairs):
+    moves = np.empty(len(pairs), MOVE_DTYPE)
+    moves["key"] = np.arange(1, len(pairs) + 1, dtype=np.uint64)
+    moves["src"], moves["dst"] = zip(*pairs) if pairs else ((), ())
+    return moves
+
+
+def test_fluid_steps_keep_every_move_once_and_the_limit_per_worker_and_direction():
+    rng = np.random.default_rng(1)
+    moves = moves_of([tuple(rng.choice(6, 2, replace=False)) for _ in range(200)])
+    steps = fluid_steps(moves, fluid_keys=3)
+    assert sorted(np.concatenate(steps)["key"].tolist()) == moves["key"].tolist()
+    for step in steps:
+        assert np.bincount(step["src"], minlength=6).max() <= 3
+        assert np.bincount(step["dst"], minlength=6).max() <= 3
+    assert len(steps) >= -(-200 // (6 * 3))  # at most 3 keys leave each of the 6 workers per step
+    assert len(fluid_steps(moves, fluid_keys=1000)) == 1
+
+
+def test_a_pinned_router_sends_its_keys_to_their_workers_and_the_rest_as_its_base():
+    kg = make_scheme("kg", workers=8)
+    fps = fingerprints(np.arange(1000))
+    base = kg.route_many(fps)
+    pinned = Pinned(kg, fps[:10], (base[:10] + 1) % 8)
+    routed = pinned.route_many(fps)
+    assert np.array_equal(routed[:10], (base[:10] + 1) % 8) and np.array_equal(routed[10:], base[10:])
+    assert int(pinned.candidates(int(fps[3]))[0]) == (base[3] + 1) % 8
+    assert np.array_equal(pinned.spawn().route_many(fps), routed)
+
+
+def test_a_schedule_moves_every_seen_key_whose_worker_changes_and_consistent_hashing_moves_fewer():
+    fps = fingerprints(np.arange(5000))
+    moved = {}
+    for name in ("kg", "consistent"):
+        controller = Controller(make_scheme(name, 10), batches=10, schedule={3: 11},
+                                rescale=lambda w, name=name: make_scheme(name, w))
+        controller.observe(fps, np.zeros(len(fps), np.int64))
+        assert controller.after(1).number == 0
+        version = controller.after(2)
+        assert (version.number, version.first_batch, version.workers, version.reason) == (1, 3, 11, "scale")
+        before, after = owners(make_scheme(name, 10), fps), owners(make_scheme(name, 11), fps)
+        assert len(version.moves) == int((before != after).sum())
+        assert np.array_equal(np.sort(version.moves["key"]), np.sort(fps[before != after]))
+        moved[name] = len(version.moves)
+    assert moved["consistent"] < 0.2 * 5000 < 0.8 * 5000 < moved["kg"]  # about 1/W against most keys
+
+
+def test_nothing_new_is_published_while_a_migration_is_in_flight_nor_when_it_could_not_land():
+    fps = fingerprints(np.random.default_rng(0).zipf(1.3, 20_000) % 3000)
+    controller = Controller(make_scheme("mintable", 5), batches=6, every=1)
+    numbers = []
+    for batch in range(6):
+        controller.observe(fps[batch::6], owners(controller.current.router, fps[batch::6]))
+        numbers.append(controller.after(batch).number)
+    moving = [v.first_batch for v in controller.versions if len(v.moves)]
+    assert len(moving) >= 2
+    assert all(b - a >= 2 for a, b in zip(moving, moving[1:]))  # one batch in flight between migrations
+    assert all(first + 1 <= 5 for first in moving)  # each delivered before the last batch ends
+    assert controller.skipped and controller.skipped[-1][0] == 6 - 1
+
+
+def test_a_fluid_migration_publishes_its_steps_on_consecutive_batches_and_ends_at_the_plan():
+    fps = fingerprints(np.random.default_rng(0).zipf(1.3, 30_000) % 3000)
+    controller = Controller(make_scheme("kg", 4), batches=50, schedule={1: 7}, strategy="fluid", fluid_keys=20,
+                            rescale=lambda w: make_scheme("kg", w))
+    controller.observe(fps, np.zeros(len(fps), np.int64))
+    versions = [controller.after(b) for b in range(50)]
+    steps = [v for v in controller.versions if v.reason == "scale"]
+    assert len(steps) == steps[0].steps > 1 and [v.first_batch for v in steps] == list(range(1, 1 + len(steps)))
+    assert all(np.bincount(v.moves["dst"], minlength=7).max() <= 20 for v in steps)
+    assert np.array_equal(owners(versions[-1].router, fps), owners(make_scheme("kg", 7), fps))
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(every=2), "cannot rebalance"),
+    (dict(every=-1), ">= 1 micro-batches"),
+    (dict(schedule={12: 4}), "outside the run's batches"),
+    (dict(schedule={2: 0}), "W must be >= 1"),
+    (dict(strategy="gradual"), "unknown migration strategy"),
+    (dict(strategy="fluid"), "limit of keys"),
+])
+def test_bad_controller_settings_are_refused_with_one_clear_line(options, message):
+    with pytest.raises(ValueError, match=message):
+        Controller(make_scheme("kg", 4), batches=10, rescale=lambda w: make_scheme("kg", w), **options)
+
+
+def test_a_key_splitting_scheme_cannot_change_its_routing_yet():
+    with pytest.raises(ValueError, match="splits keys"):
+        Controller(make_scheme("pkg", 4), batches=10, schedule={2: 5}, rescale=lambda w: make_scheme("pkg", w))
+
+
+@pytest.mark.parametrize("scheme, options", [
+    ("mixed", dict(rebalance_every=2)),
+    ("gedik-readj", dict(rebalance_every=3, schedule={10: 7})),
+    ("consistent", dict(schedule={4: 8, 20: 5}, migration="fluid", fluid_keys=10)),
+])
+def test_the_simulator_publishes_the_versions_and_routes_every_message_as_the_pipeline_does(scheme, options):
+    from skewbench.bench.apps import make_app
+    from skewbench.bench.apps.local import run_in_process
+    from skewbench.migration import Live
+    from skewbench.simulator import simulate
+    from skewbench.workloads import parse
+
+    stream = parse("fzipf:z=1.2,keys=400,f=0.5,intervals=30", messages=8_000, seed=2)
+    pipeline = run_in_process(make_app("wordcount"), stream, scheme, 6, sources=3, batch=250, **options)
+    live = Live(250, options.get("rebalance_every", 0), options.get("schedule", {}), options.get("migration",
+                "all-at-once"), options.get("fluid_keys", 0))
+    simulated = simulate(stream, scheme, 6, 3, live=live)
+    assert len(simulated.versions) == len(pipeline.versions) >= 3
+    for ours, theirs in zip(simulated.versions, pipeline.versions):
+        assert (ours.number, ours.first_batch, ours.workers, ours.step) == (theirs.number, theirs.first_batch,
+                                                                           theirs.workers, theirs.step)
+        assert np.array_equal(ours.moves, theirs.moves)
+    width = len(pipeline.stores)
+    assert np.array_equal(np.bincount(simulated.routes, minlength=width), pipeline.stores)
+    assert simulated.row["migrated_keys"] == sum(len(v.moves) for v in pipeline.versions)
