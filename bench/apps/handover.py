@@ -12,8 +12,9 @@ batch that first routes with it sends *k*'s messages to *b* and tells both worke
   workers emitted).  *b* installs it (:meth:`App.put`), ignores a second copy of it (a replayed
   delivery), and then handles the rows it held, in ``seq`` order with the rest of the batch.
 
-:func:`handle` is that batch step, pure: the in-process pipeline
-(:func:`~skewbench.bench.apps.local.run_in_process`) and the Spark worker stage call the same function.
+:func:`sort_out` is that batch step up to handling the rows, pure: the in-process pipeline
+(:func:`~skewbench.bench.apps.local.run_in_process`, through :func:`handle`) and the Spark worker stage
+call the same function.
 """
 
 from __future__ import annotations
@@ -59,21 +60,24 @@ class Orders:
 
 @dataclass
 class Handled:
-    """One worker's batch step: the new app state, its outputs, the parcels it sends, and counts for the
-    run's timeline (rows held after the step, rows released from holding, duplicate parcels ignored)."""
+    """One worker's batch step: the new app state, the rows to handle now (``seq`` order), their outputs
+    once handled, the parcels it sends, and counts for the run's timeline (rows held after the step,
+    rows released from holding, duplicate parcels ignored)."""
 
     state: object
-    outputs: pd.DataFrame | None
+    ready: pd.DataFrame
     sent: list[Parcel]
     held: int
     released: int
     duplicates: int
+    outputs: pd.DataFrame | None = None
 
 
-def handle(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Orders = Orders(),
-           parcels: list[Parcel] = ()) -> Handled:
-    """One batch of one worker (module docstring); ``rows`` as :meth:`App.process` takes them, ``desk``
-    updated in place."""
+def sort_out(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Orders = Orders(),
+             parcels: list[Parcel] = ()) -> Handled:
+    """A worker's batch up to handling its rows (module docstring): hand over what leaves, install what
+    arrived, hold the rows of keys still awaited and release the rest; ``desk`` is updated in place.
+    The Spark worker stage burns the injected delay for the rows released, then handles them."""
     sent = []
     for version, dst, fps in orders.leaving:
         state, part = app.take(state, np.asarray(fps, np.int64), int(dst))
@@ -87,11 +91,17 @@ def handle(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Orde
         else:
             state = app.put(state, parcel.part)
     ready, released = _release(desk, rows)
-    outputs = None
-    if len(ready):
-        state, outputs = app.process(state, ready)
     held = 0 if desk.held is None else len(desk.held)
-    return Handled(state, outputs, sent, held, released, duplicates)
+    return Handled(state, ready, sent, held, released, duplicates)
+
+
+def handle(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Orders = Orders(),
+           parcels: list[Parcel] = ()) -> Handled:
+    """:func:`sort_out`, then :meth:`App.process` of the rows released (the in-process pipeline's step)."""
+    done = sort_out(app, state, desk, worker, rows, orders, parcels)
+    if len(done.ready):
+        done.state, done.outputs = app.process(done.state, done.ready)
+    return done
 
 
 def _release(desk: Desk, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
