@@ -104,11 +104,31 @@ def handle(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Orde
     return done
 
 
+def orders_of(version, width: int) -> list[Orders]:
+    """What a routing version (:class:`~skewbench.migration.Version`) tells each of ``width`` workers in
+    its first batch: one ``(version, other worker, keys)`` per pair of workers a key moves between."""
+    orders = [Orders() for _ in range(width)]
+    moves = version.moves
+    if not len(moves):
+        return orders
+    fps = moves["key"].view(np.int64)
+    leaving = [[] for _ in range(width)]
+    arriving = [[] for _ in range(width)]
+    for src, dst in sorted({(int(a), int(b)) for a, b in zip(moves["src"], moves["dst"])}):
+        mine = fps[(moves["src"] == src) & (moves["dst"] == dst)]
+        leaving[src].append((version.number, dst, mine))
+        arriving[dst].append((version.number, src, mine))
+    return [Orders(tuple(leaving[w]), tuple(arriving[w])) for w in range(width)]
+
+
 def _release(desk: Desk, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """The rows to handle now, in ``seq`` order, and how many of them had been held; rows of keys still
     awaited go (or stay) on the desk."""
+    if desk.held is None and (not len(rows) or not desk.awaiting):
+        return rows, 0  # nothing held, nothing to hold (the rows may be an empty frame without columns)
     earlier = 0 if desk.held is None else len(desk.held)
-    both = rows if desk.held is None else pd.concat([desk.held, rows], ignore_index=True)
+    parts = [part for part in (desk.held, rows) if part is not None and len(part)]
+    both = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     wait = np.isin(both["fp"].to_numpy(np.int64), desk.waiting_keys())
     desk.held = both[wait].reset_index(drop=True) if wait.any() else None
     released = earlier - int(wait[:earlier].sum())

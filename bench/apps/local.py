@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import App, copy_rows, stream_rows
-from skewbench.bench.apps.handover import Desk, Orders, handle
-from skewbench.migration import Live, Version
+from skewbench.bench.apps.handover import Desk, Orders, handle, orders_of
+from skewbench.migration import Live
 from skewbench.scheme import Scheme, make_scheme
 from skewbench.sources import prepare_scheme, source_of_each_message, source_routers
 from skewbench.stream import Stream
@@ -81,7 +81,7 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
         is_store = (copies["role"] == "store").to_numpy()
         stores += np.bincount(worker[is_store], minlength=width)
         probes += np.bincount(worker[~is_store], minlength=width)
-        orders = _orders(version, b, width)
+        orders = orders_of(version, width) if version.first_batch == b else [Orders()] * width
         bounds = np.searchsorted(worker, np.arange(width + 1))
         delivered, parcels = parcels, []
         held = released = 0
@@ -128,19 +128,3 @@ def _copies(app, router, routers, rows, fps, clock, source, lo, sources) -> pd.D
         part = rows.iloc[lo + idx].reset_index(drop=True)
         sent.append(copy_rows(part, app.fan_out(own, fps[idx], r, part)))
     return pd.concat(sent, ignore_index=True).sort_values(["worker", "seq"], kind="stable")
-
-
-def _orders(version: Version, batch: int, width: int) -> list[Orders]:
-    """What the version tells each worker in ``batch``: nothing unless the batch is its first."""
-    if version.first_batch != batch or not len(version.moves):
-        return [Orders()] * width
-    moves, v = version.moves, version.number
-    fps = moves["key"].view(np.int64)
-    leaving = [[] for _ in range(width)]
-    arriving = [[] for _ in range(width)]
-    for src, dst in {(int(a), int(b)) for a, b in zip(moves["src"], moves["dst"])}:
-        mine = fps[(moves["src"] == src) & (moves["dst"] == dst)]
-        leaving[src].append((v, dst, mine))
-        arriving[dst].append((v, src, mine))
-    return [Orders(tuple(sorted(leaving[w], key=lambda o: o[1])), tuple(sorted(arriving[w], key=lambda o: o[1])))
-            for w in range(width)]
