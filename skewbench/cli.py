@@ -122,7 +122,8 @@ def cmd_speed(args) -> int:
 
 
 RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "rate", "batch_rows",
-               "master", "seed", "split", "delay_mode", "aggregation_period", "levers", "out")
+               "master", "seed", "split", "delay_mode", "aggregation_period", "levers", "out", "rebalance_every",
+               "schedule", "migration", "fluid_keys")
 
 
 def _in_cluster_python(command: str, argv: list[str]) -> None:
@@ -177,6 +178,10 @@ def cmd_run(args) -> int:
           f"latency p50 {lat['p50']:.3f} s p99 {lat['p99']:.3f} s  overhead/batch "
           f"{summary['overhead_seconds']['median']:.2f} s  max/mean {summary['imbalance_max_over_mean']:.3f}  "
           f"delay {summary['delay_mode']} error {summary['delay']['error'] or 0:+.2%}")
+    if "migrations" in summary:
+        print(f"live routing: {summary['versions']} routing versions, {summary['migrations']} migrations moved "
+              f"{summary['migrated_keys']:,} keys, W at the end {summary['final_workers']}, at most "
+              f"{summary['held_max']:,} rows waiting for their state")
     print(f"wrote {args.out}")
     return 0 if summary["correct"] else EXIT_FAILED
 
@@ -328,6 +333,15 @@ def add_run_options(run) -> None:
                      help="the engine's levers on: default (those measured to help), none (Spark as configured), "
                           "all, or names joined by + (fs-checkpoints, no-crc, no-fork, pack, defer-sleep, "
                           "unload-on-commit; see docs/engine.md)")
+    run.add_argument("--rebalance-every", type=int, default=0, metavar="K",
+                     help="live routing: an adaptive scheme plans every K micro-batches and the keys' state moves "
+                          "(default 0: one table for the whole run; docs/migration.md)")
+    run.add_argument("--schedule", metavar="BATCH:W,...",
+                     help="live routing: the number of workers changes at these micro-batches, e.g. 3:6,9:4")
+    run.add_argument("--migration", choices=("all-at-once", "fluid"), default="all-at-once",
+                     help="how a plan's keys move: in one micro-batch, or a few per worker and batch (--fluid-keys)")
+    run.add_argument("--fluid-keys", type=int, default=0, metavar="N",
+                     help="fluid migration: the most keys moving out of or into one worker per micro-batch")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
 
 

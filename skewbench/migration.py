@@ -251,6 +251,18 @@ def _starting(version: Version, batch: int, number: int) -> Version:
                    version.steps, version.plan_seconds)
 
 
+def parse_schedule(text: str) -> dict[int, int]:
+    """``"3:6,9:4"`` → ``{3: 6, 9: 4}`` (at micro-batch 3, W becomes 6; at 9, 4); ``ValueError`` otherwise."""
+    try:
+        pairs = [part.split(":") for part in text.split(",") if part.strip()]
+        schedule = {int(batch): int(workers) for batch, workers in pairs}
+    except ValueError:
+        raise ValueError(f"a schedule is BATCH:W pairs like 3:6,9:4, got {text!r}") from None
+    if not schedule:
+        raise ValueError("the schedule is empty: give BATCH:W pairs like 3:6,9:4")
+    return schedule
+
+
 def check(router: Scheme, batches: int, every: int, schedule: dict[int, int], strategy: str,
           fluid_keys: int) -> None:
     """``ValueError`` with one clear line for a controller setting the scheme or the run cannot honour."""

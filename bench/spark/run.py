@@ -79,6 +79,25 @@ class Config:
     aggregation_period: int = 0  # word count's T in micro-batches (0: counters kept, no flush)
     out: str = ""
     levers: str = LEVERS_DEFAULT  # the engine's levers on in this run (:mod:`~skewbench.bench.spark.engine`)
+    rebalance_every: int = 0  # live routing (:mod:`skewbench.migration`): an adaptive scheme plans every K batches
+    schedule: str = ""  # "BATCH:W,...": W changes at these micro-batches
+    migration: str = "all-at-once"  # or "fluid"
+    fluid_keys: int = 0  # fluid: the most keys moving out of or into one worker per batch
+
+    def live(self):
+        """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
+        from skewbench.migration import Live, parse_schedule
+
+        if not (self.rebalance_every or self.schedule):
+            return None
+        return Live(batch_rows(self), self.rebalance_every, parse_schedule(self.schedule) if self.schedule else {},
+                    self.migration, self.fluid_keys)
+
+    def width(self) -> int:
+        """Worker slots provisioned: the most workers the schedule ever asks for (Spark fixes the state's
+        partitions at the first batch)."""
+        live = self.live()
+        return live.widest(self.workers) if live else self.workers
 
 
 # -- checks before Spark ------------------------------------------------------------------------------
@@ -173,7 +192,9 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     except engine.LeverError as exc:
         raise RunError(f"--levers: {exc}") from None
     try:
-        check_supported(make_scheme(config.scheme, config.workers, seed=config.seed))
+        proto = make_scheme(config.scheme, config.workers, seed=config.seed)
+        check_supported(proto)
+        check_live(config, proto)
     except ValueError as exc:
         raise RunError(str(exc)) from None
     spec = config.workload or app.default_workload
@@ -188,10 +209,27 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     url = master_url(config)
     status = master_status(url)
     slots = free_slots(status, own_app)
-    if config.workers > slots:
-        raise RunError(f"--workers {config.workers} exceeds the {slots} free task slots of {url}: every worker "
-                       f"needs its own slot (start the cluster with more CORES or WORKERS)")
+    if config.width() > slots:
+        raise RunError(f"{config.width()} workers (--workers, or the most the --schedule asks for) exceed the {slots} "
+                       f"free task slots of {url}: every worker needs its own slot (start the cluster with more "
+                       f"CORES or WORKERS)")
     return app, status
+
+
+def check_live(config: Config, proto) -> None:
+    """``ValueError`` for live-routing options this run cannot honour (:func:`skewbench.migration.check`)."""
+    live = config.live()
+    if live is None:
+        if config.migration != "all-at-once" or config.fluid_keys:
+            raise ValueError("--migration and --fluid-keys need --rebalance-every or --schedule")
+        return
+    live.controller(proto, config.messages, rescale=lambda w: proto)  # its own checks first
+    if config.rate > 0:
+        raise ValueError("live routing needs --rate 0 for now: a migration must land before the last micro-batch, "
+                         "which an open-loop rate leaves unknown")
+    if not (proto.stateless or proto.adaptive):
+        raise ValueError(f"scheme {config.scheme!r} routes with estimates of its own per source, which live routing "
+                         f"does not carry from version to version; use kg, consistent or an adaptive scheme")
 
 
 # -- the query ------------------------------------------------------------------------------------------
@@ -221,8 +259,8 @@ class Collector:
     """The ``foreachBatch`` function: writes each batch's outputs and metrics, keeps the last states
     and every message's latency (8 bytes per message: the driver must hold a run of millions)."""
 
-    def __init__(self, folder: Path):
-        self.folder = folder
+    def __init__(self, folder: Path, publisher=None):
+        self.folder, self.publisher = folder, publisher  # publisher: live routing's (bench.spark.live)
         (folder / "outputs").mkdir()
         (folder / "metrics").mkdir()
         self.done = 0
@@ -253,6 +291,8 @@ class Collector:
         for r in records:
             if r["state"] is not None:
                 self.states[r["worker"]] = r["state"]
+        if self.publisher is not None:
+            self.publisher.after_batch(batch_id, records)
         self.latency[batch_id] = message_latency(records)
         self.arrival[batch_id] = first_arrival(records)
         self.metrics.append(metrics)
@@ -269,21 +309,23 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
     from skewbench.bench.spark.source import SkewbenchDataSource
 
     registered(spark, SkewbenchDataSource)
-    groups = preimages(spark, config.workers + closers, tasks)  # a closing group sorts after its task's workers
+    width = config.width()
+    groups = preimages(spark, width + closers, tasks)  # a closing group sorts after its task's workers
+    versions = str(collector.publisher.folder) if collector.publisher is not None else ""
     routed = (spark.readStream.format("skewbench")
               .option("workload", config.workload or app.default_workload).option("messages", config.messages)
               .option("seed", config.seed).option("sources", config.sources).option("split", config.split)
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
-              .option("app", config.app).option("scheme", config.scheme).option("workers", config.workers)
-              .option("closers", closers).option("routers", str(routers_folder(folder)))
+              .option("app", config.app).option("scheme", config.scheme).option("workers", width)
+              .option("closers", closers).option("routers", str(routers_folder(folder))).option("versions", versions)
               .option("stream_file", stream_file).load())
     # Computing wg in Spark is also the projection that turns the source's Arrow-backed bundles into
     # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
                                                 F.col("worker") + 1))
     worked = (routed.groupBy("wg")
-              .applyInPandasWithState(workers.worker(app, config.delay_ms / 1000, config.delay_mode, config.workers,
-                                                     packed=tasks < config.workers, defers=closers > 0),
+              .applyInPandasWithState(workers.worker(app, config.delay_ms / 1000, config.delay_mode, width,
+                                                     packed=tasks < width, defers=closers > 0, live=bool(versions)),
                                       workers.SCHEMA, "blob binary", "append", "NoTimeout"))
     return (worked.writeStream.outputMode("append").foreachBatch(collector)
             .option("checkpointLocation", str(folder / "checkpoint")).start())
@@ -371,6 +413,34 @@ def session(url: str, name: str):
     return spark
 
 
+def timeline(collector: Collector, batches: pd.DataFrame) -> pd.DataFrame:
+    """Live routing's row a batch (:meth:`~skewbench.bench.spark.live.Publisher.timeline`) with the batch's
+    duration, messages done and their latency from intended arrival (p50, p99, max)."""
+    rows = collector.publisher.timeline()
+    latency = {b: (np.percentile(v, [50, 99]).tolist() + [float(v.max())] if len(v) else [np.nan] * 3)
+               for b, v in collector.latency.items()}
+    rows[["latency_p50", "latency_p99", "latency_max"]] = [latency.get(b, [np.nan] * 3) for b in rows["batch"]]
+    rows["messages_done"] = [len(collector.latency.get(b, ())) for b in rows["batch"]]
+    return rows.merge(batches[["batch", "duration"]], on="batch", how="left")
+
+
+def publisher(config: Config, stream, folder: Path):
+    """Live routing's driver side (:class:`~skewbench.bench.spark.live.Publisher`), or None without it."""
+    live = config.live()
+    if live is None:
+        return None
+    from skewbench.bench.spark.live import Publisher, folder_of
+    from skewbench.scheme import make_scheme
+    from skewbench.sources import prepare_scheme
+
+    def prepared(workers: int):
+        return prepare_scheme(config.scheme, workers, stream, seed=config.seed)
+
+    first = make_scheme(config.scheme, config.workers, seed=config.seed)  # an adaptive scheme starts from its hash
+    controller = live.controller(first if first.adaptive else prepared(config.workers), stream.messages, prepared)
+    return Publisher(folder_of(folder / "checkpoint"), controller, stream)
+
+
 def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
     """One run; returns the summary (also written to ``DIR/summary.json``).  With ``spark`` given the
     run reuses that session (several runs in one application) and leaves it running.  ``profiler``
@@ -395,21 +465,21 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
     own = spark is None
     if own:
         spark = session(url, f"skewbench-run-{config.app}-{config.scheme}-W{config.workers}")
-    tasks = engine.worker_tasks(config.levers, config.workers, machine_cores(status), delay_mode)
-    closers = engine.closers(config.levers, config.workers, tasks)
+    tasks = engine.worker_tasks(config.levers, config.width(), machine_cores(status), delay_mode)
+    closers = engine.closers(config.levers, config.width(), tasks)
     spark.conf.set("spark.sql.shuffle.partitions", tasks)
     try:
         levers = engine.apply(spark, config.levers)
     except engine.LeverError as exc:
         raise RunError(f"--levers: {exc}") from None
-    collector = Collector(folder)
+    collector = Collector(folder, publisher(config, stream, folder))
     query = None
     try:
         with deferred() as interrupts:
             started, wall_start = time.monotonic(), time.time()
             query = start_query(spark, config, app, folder, collector, shared.share(spark, stream), tasks, closers)
             last = 0.0
-            while collector.done < stream.messages or len(collector.states) < config.workers:
+            while collector.done < stream.messages or len(collector.states) < config.width():
                 interrupts.check()
                 if profiler is not None:
                     profiler.observe(collector.batches)
@@ -436,6 +506,9 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
             batches["first_arrival"] = [collector.arrival.get(b, np.nan) for b in batches["batch"]]  # intended time
             batches.to_parquet(folder / "batches.parquet", index=False)
             summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode, tasks)
+            if collector.publisher is not None:  # live routing: its versions and migrations, a row a batch
+                timeline(collector, batches).to_parquet(folder / "timeline.parquet", index=False)
+                summary |= collector.publisher.summary(batches)
             summary |= engine_and_resources(spark, folder, wall_start)
             (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
             meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),

@@ -7,7 +7,9 @@ Options (strings, as Spark passes them): ``workload`` (SPEC), ``messages``, ``se
 ``app``, ``scheme`` and ``workers`` (W); ``closers`` (C, default 0): source 0 adds an empty bundle for
 each of the worker ids W .. W + C - 1 to every batch, the closing groups of the ``defer-sleep`` lever
 (:func:`~skewbench.bench.spark.workers.close`); ``stream_file``: the name under which the driver shared the
-stream with the executors (:func:`stream_of`).
+stream with the executors (:func:`stream_of`); ``versions``: live routing's folder
+(:mod:`~skewbench.bench.spark.live`) — the offsets then also carry the batch's index and routing version,
+every source routes with that version, and source 0 adds the workers' control bundles.
 
 Offsets are ``{"offset": n, "t0": start, "at": offered}`` over the global message index ``n``:
 ``t0`` is the query start (fixed by the first offset), ``at`` the time :meth:`latestOffset` made the
@@ -49,7 +51,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from skewbench.bench.apps import make_app
 from skewbench.bench.apps.base import key_labels
-from skewbench.bench.spark import routing
+from skewbench.bench.spark import live, routing
 from skewbench.sources import source_of_each_message
 
 #: What Spark sees: one row per (source, worker) and micro-batch, the message copies inside as Arrow IPC.
@@ -93,10 +95,14 @@ def message_schema(stream, payload: tuple[str, ...]) -> pa.Schema:
 
 
 class SourcePartition(InputPartition):
-    """Source ``source``'s messages with ``start <= seq < end``; ``t0``/``at`` fix intended times."""
+    """Source ``source``'s messages with ``start <= seq < end``; ``t0``/``at`` fix intended times.  With
+    live routing, ``batch`` is the micro-batch's index and ``version`` the routing version it routes with,
+    ``first`` whether the batch is that version's first (:mod:`~skewbench.bench.spark.live`)."""
 
-    def __init__(self, source: int, start: int, end: int, t0: float, at: float):
+    def __init__(self, source: int, start: int, end: int, t0: float, at: float, batch: int = 0, version: int = 0,
+                 first: bool = False):
         self.source, self.start, self.end, self.t0, self.at = source, start, end, t0, at
+        self.batch, self.version, self.first = batch, version, first
 
 
 class Options:
@@ -117,6 +123,7 @@ class Options:
         self.payload = self.app.payload_columns
         self.stream_file = options.get("stream_file", "")
         self.routers = options.get("routers", "")  # the folder where every executor keeps the routers
+        self.versions = options.get("versions", "")  # live routing: the folder of the routing versions
         self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split)
 
     def stream(self):
@@ -129,7 +136,7 @@ class SkewbenchStreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict:
         now = time.time()
-        return {"offset": 0, "t0": now, "at": now}
+        return {"offset": 0, "t0": now, "at": now, **({"batch": 0, "version": 0} if self.o.versions else {})}
 
     def getDefaultReadLimit(self):
         return ReadMaxRows(self.o.max_rows) if self.o.max_rows > 0 else ReadAllAvailable()
@@ -147,12 +154,18 @@ class SkewbenchStreamReader(DataSourceStreamReader):
             end = min(end, start["offset"] + limit.max_rows)
         if end <= start["offset"]:
             return start
-        return {"offset": end, "t0": start["t0"], "at": now}
+        offset = {"offset": end, "t0": start["t0"], "at": now}
+        if self.o.versions:  # the batch's routing version, logged by Spark before the batch runs
+            offset |= {"batch": start["batch"] + 1, "version": live.latest(self.o.versions)}
+        return offset
 
     def partitions(self, start: dict, end: dict):
         if end["offset"] <= start["offset"]:
             return []
-        return [SourcePartition(j, start["offset"], end["offset"], end["t0"], end["at"]) for j in range(self.o.sources)]
+        batch, version = end.get("batch", 1) - 1, end.get("version", 0)
+        first = version != start.get("version", 0)
+        return [SourcePartition(j, start["offset"], end["offset"], end["t0"], end["at"], batch, version, first)
+                for j in range(self.o.sources)]
 
     def read(self, partition: SourcePartition):
         o = self.o
@@ -161,9 +174,13 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         seq = partition.start + np.flatnonzero(src == partition.source)
         batch = pd.DataFrame({"seq": seq, "fp": stream.fps.view(np.int64)[seq],
                               **{c: stream.payload[c][seq] for c in o.payload}})
-        router = routing.router_at(o.run, partition.source, partition.start, stream, o.routers)
-        sent = routing.route_batch(router, o.app, batch, stream.clock[seq])
-        routing.keep(o.run, partition.source, partition.end, router, o.routers)
+        if o.versions:
+            sent = routing.route_batch(live.version(o.versions, partition.version).router, o.app, batch,
+                                       stream.clock[seq])
+        else:
+            router = routing.router_at(o.run, partition.source, partition.start, stream, o.routers)
+            sent = routing.route_batch(router, o.app, batch, stream.clock[seq])
+            routing.keep(o.run, partition.source, partition.end, router, o.routers)
         message, worker, role = seq[sent.row], sent.worker, np.where(sent.store, STORE, PROBE).astype(np.int8)
         seqs = message
         if partition.end == o.messages and partition.source == 0:  # a flush copy of message 0 for every worker
@@ -177,6 +194,11 @@ class SkewbenchStreamReader(DataSourceStreamReader):
                    *(stream.payload[c][message] for c in o.payload), pa.DictionaryArray.from_arrays(role[order], ROLES)]
         rows = pa.Table.from_arrays(columns, schema=message_schema(stream, o.payload))
         yield bundles(rows, worker[order], partition.source)
+        if partition.source == 0 and o.versions:
+            control = live.control_bundles(o.versions, partition.batch, partition.version if partition.first else None,
+                                           o.workers)
+            if control is not None:
+                yield control
         if partition.source == 0 and o.closers:
             yield closing_bundles(o.workers, o.closers)
 
@@ -202,6 +224,13 @@ def closing_bundles(workers: int, closers: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array(np.arange(workers, workers + closers), pa.int32()),
                                        pa.array(np.zeros(closers), pa.int32()), pa.array([b""] * closers, pa.binary())],
                                       schema=BUNDLE_ARROW)
+
+
+def no_rows() -> pd.DataFrame:
+    """The rows of a worker that got only a control bundle: none, with the columns every app reads."""
+    return pd.DataFrame({"seq": np.empty(0, np.int64), "source": np.empty(0, np.int32), "key": np.empty(0, object),
+                         "fp": np.empty(0, np.int64), "t_intended": np.empty(0), "worker": np.empty(0, np.int32),
+                         "role": np.empty(0, object)})
 
 
 def unbundle(bundles: pd.DataFrame) -> pd.DataFrame:

@@ -82,7 +82,7 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
     periodic = app.periodic(parts())
     if periodic is not None:
         periodic.to_parquet(collector.folder / "periodic.parquet", index=False)
-    W = config.workers
+    W = config.width()  # every worker slot the run had (live routing: the most the schedule asked for)
     states = [collector.states.get(i, app.new_state(i)) for i in range(W)]
     result = app.combine(app.reduce(frame for _, frame in parts()), states)
     correct = bool(app.same(result, app.reference(stream)))

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from skewbench.bench.apps.handover import Desk, sort_out
 from skewbench.bench.spark.delay import burn, sleep_until
 from skewbench.bench.spark.latency import handled
 
@@ -116,14 +117,18 @@ def close(clock: dict) -> None:
     clock["closed"] = True
 
 
-def worker(app, delay: float, mode: str, workers: int, packed: bool = False, defers: bool = False):
+def worker(app, delay: float, mode: str, workers: int, packed: bool = False, defers: bool = False,
+           live: bool = False):
     """The ``applyInPandasWithState`` function of the worker stage (``packed``: several workers per task;
-    ``defers``: their sleep left to a closing group per task, the groups of worker ids ``workers`` and up)."""
+    ``defers``: their sleep left to a closing group per task, the groups of worker ids ``workers`` and up;
+    ``live``: routing changes during the run, and keys' state moves in and out
+    (:func:`~skewbench.bench.apps.handover.sort_out`; the state is then the app's and the worker's desk))."""
 
     def work(key, frames, state):
         from pyspark import TaskContext  # here, not above: the rest of this module runs without PySpark
 
-        from skewbench.bench.spark.source import unbundle
+        from skewbench.bench.spark import live as routing_live
+        from skewbench.bench.spark.source import no_rows, unbundle
 
         clock = task_clock(defers) if packed else None
         bundles = pd.concat(list(frames), ignore_index=True)
@@ -131,18 +136,28 @@ def worker(app, delay: float, mode: str, workers: int, packed: bool = False, def
         if worker >= workers:  # a closing group: no rows, no state, no record
             close(clock)
             return
-        rows = unbundle(bundles)
+        control = (bundles["source"] == routing_live.CONTROL).to_numpy() if live else None
+        rows = unbundle(bundles) if not live else unbundle(bundles[~control]) if not control.all() else no_rows()
         flush = (rows["role"] == "flush").to_numpy()
-        held = pickle.loads(state.get[0]) if state.exists else app.new_state(worker)
-        held, record = work_batch(app, held, rows[~flush], delay, mode, worker, TaskContext.get().partitionId(),
-                                  clock)
+        kept = pickle.loads(state.get[0]) if state.exists else None
+        if live:
+            held, desk = kept if kept is not None else (app.new_state(worker), Desk())
+            orders, parcels = routing_live.orders_and_parcels(bundles[control])
+            moving = sort_out(app, held, desk, worker, rows[~flush], orders, parcels)
+            held, todo = moving.state, moving.ready
+        else:
+            held, todo = (kept if kept is not None else app.new_state(worker)), rows[~flush]
+        held, record = work_batch(app, held, todo, delay, mode, worker, TaskContext.get().partitionId(), clock)
         record["state"] = None
+        if live:
+            record |= {"received": routing_live.received(rows[~flush]), "parcels": moving.sent, "held": moving.held,
+                       "released": moving.released, "duplicates": moving.duplicates}
         if flush.any():  # the worker's last batch: what it still holds goes to the aggregator, the state to the driver
             held, final = app.finish(held)
             sent = [o for o in (record["outputs"], final) if o is not None]
             record["outputs"] = pd.concat(sent, ignore_index=True) if sent else None
             record["state"] = held
-        state.update((pickle.dumps(held),))
+        state.update((pickle.dumps((held, desk) if live else held),))
         record["outputs"] = arrow_stream(record["outputs"])
         yield pd.DataFrame({"record": [pickle.dumps(record)]})
 
