@@ -58,7 +58,16 @@ PARTS = ("before_workers", "workers_spread", "after_workers")
 
 
 class BenchError(ValueError):
-    """Bad input or environment: one line, exit code 2, nothing run."""
+    """Bad input or environment: one line, exit code 2; nothing run, or (a full disk) the bench stopped
+    between two runs, to be finished with ``--resume``."""
+
+
+#: Free space a run must find on the results' disk before it starts.  A run writes up to 0.3 GB (its
+#: outputs and checkpoint, removed once it is summarized) and Spark copies each run's stream into every
+#: executor's application folder; a default bench that ran out of space died in the middle of a run.
+MIN_FREE_BYTES = 2 * 1024**3
+#: What a run leaves that the bench never reads again (the kept reports never had them).
+SCRATCH = ("outputs", "checkpoint")
 
 
 def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "default", order_seed: int = 0,
@@ -363,7 +372,20 @@ def _run(spark, runs: Path, point: Point, interrupts) -> None:
     if partial.exists():  # marked INCOMPLETE by the interrupted run: not a result
         shutil.rmtree(partial)
     runs.mkdir(parents=True, exist_ok=True)
+    check_disk(runs)
     run(config_of(point, folder), spark=spark)
+    for scratch in SCRATCH:
+        shutil.rmtree(folder / scratch, ignore_errors=True)
+
+
+def check_disk(folder: Path, need: int = MIN_FREE_BYTES) -> None:
+    """:class:`BenchError` unless ``folder``'s disk has ``need`` bytes free (before a run, not in it)."""
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise BenchError(f"only {free / 1024**3:.1f} GB free on the disk of {folder} (a run needs "
+                         f"{need / 1024**3:.0f} GB): the bench stopped before its next run; free space (old results/ "
+                         f"folders, finished Spark applications' folders in .cluster/*/work/) and finish it with "
+                         f"--resume (make bench RESUME=1 OUT=...)")
 
 
 def _measure(spark, out: Path, point: Point, studies: list[Study], profile: str, interrupts, step,

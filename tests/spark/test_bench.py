@@ -136,6 +136,7 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
     assert complete_runs(out) == kept  # complete runs were not run again
     assert not (out / "results.csv.partial").exists()
     assert table["correct"].all() and table["sim_exact"].all()
+    assert not [p for name in ("outputs", "checkpoint") for p in (out / "runs").glob(f"*/{name}")]  # scratch gone
     assert table["predicted_throughput"].notna().all() and (table["throughput"] > 0).all()
     assert set(json.loads((out / "engine_model.json").read_text())["per_copy_s"]) == {"wordcount", "selfjoin"}
     for name in ("cal.csv", "tiny.csv", "results.csv.meta.json", "report.md", "prediction.png"):
