@@ -88,8 +88,8 @@ def run(app_name: str, scheme: str, every: int = 0, schedule: str = "", migratio
 
 
 CASES = [("wordcount", "mixed", 1), ("selfjoin", "gedik-readj", 2), ("naivebayes", "mixed", 2),
-         ("wordcount", "kg", 0, "5:5,25:4"), ("wordcount", "consistent", 0, "5:5,25:4"),
-         ("selfjoin", "kg", 0, "5:6", "fluid", 10)]
+         ("wordcount", "kg", 0, "5:3,25:4"), ("wordcount", "consistent", 0, "5:3,25:4"),
+         ("selfjoin", "kg", 0, "5:3", "fluid", 10)]
 
 if __name__ == "__main__":
     sys.exit(0 if all([run(*case) for case in CASES]) else 1)
