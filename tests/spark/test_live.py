@@ -20,21 +20,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
 
-
-def skewbench(*args):
-    return subprocess.run([sys.executable, "-m", "skewbench.cli", *args], capture_output=True, text=True, timeout=600,
-                          cwd=ROOT)
-
 FLUCTUATING = "fzipf:z=1.2,keys=400,f=0.5,intervals=30"
 MESSAGES, BATCH, W, S = 4400, 100, 4, 2  # 44 micro-batches
 CASES = {  # name: (app, scheme, live options)
     "mixed-wordcount": ("wordcount", "mixed", {"rebalance_every": 1}),
     "readj-selfjoin": ("selfjoin", "gedik-readj", {"rebalance_every": 2}),
     "mixed-naivebayes": ("naivebayes", "mixed", {"rebalance_every": 2}),
-    "kg-in-out": ("wordcount", "kg", {"schedule": "5:3,25:4"}),
-    "consistent-in-out": ("wordcount", "consistent", {"schedule": "5:3,25:4"}),
-    "kg-fluid": ("selfjoin", "kg", {"schedule": "5:3", "migration": "fluid", "fluid_keys": 10}),
-}
+    "kg-in-out": ("wordcount", "kg", {"schedule": "5:3,12:4", "messages": 2000}),
+    "consistent-in-out": ("wordcount", "consistent", {"schedule": "5:3,12:4", "messages": 2000}),
+    "kg-fluid": ("selfjoin", "kg", {"schedule": "5:3", "migration": "fluid", "fluid_keys": 10, "messages": 2000}),
+}  # (a rebalancing case needs 42 micro-batches for 20 migrations: one batch in flight after each)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +59,7 @@ def simulated(name: str):
     schedule = parse_schedule(options["schedule"]) if "schedule" in options else {}
     live = Live(BATCH, options.get("rebalance_every", 0), schedule, options.get("migration", "all-at-once"),
                 options.get("fluid_keys", 0))
-    return simulate(parse(FLUCTUATING, messages=MESSAGES, seed=0), scheme, W, S, live=live)
+    return simulate(parse(FLUCTUATING, messages=options.get("messages", MESSAGES), seed=0), scheme, W, S, live=live)
 
 
 @pytest.mark.spark
@@ -75,7 +70,7 @@ def test_live_runs_are_exact_and_route_as_simulated(live_runs, name):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["correct"], summary
     timeline = pd.read_parquet(out / "timeline.parquet")
-    assert len(timeline) == MESSAGES // BATCH and timeline["duplicates"].sum() == 0
+    assert len(timeline) == CASES[name][2].get("messages", MESSAGES) // BATCH and timeline["duplicates"].sum() == 0
     assert {"latency_p99", "latency_max", "max_over_mean", "moved_bytes", "plan_seconds"} <= set(timeline.columns)
     assert summary["migrated_bytes"] > 0 and len(summary["migration_list"]) == summary["migrations"]
     assert all(m["seconds"] > 0 and m["keys"] > 0 for m in summary["migration_list"]), summary["migration_list"]
@@ -123,8 +118,8 @@ def test_an_executor_killed_while_state_is_in_flight_changes_no_answer(spark_clu
     out = tmp_path / "killed"
     env = {**os.environ, "SPARK_CONF_DIR": str(spark_cluster)}
     run = subprocess.Popen([sys.executable, "-m", "skewbench.cli", "run", "--app", "selfjoin", "--scheme", "kg",
-                            "--workers", "3", "--sources", "2", "--delay-ms", "8", "--workload", FLUCTUATING,
-                            "--messages", "12000", "--batch-rows", "1200", "--schedule", "4:4", "--out", str(out)],
+                            "--workers", "3", "--sources", "2", "--delay-ms", "2", "--workload", FLUCTUATING,
+                            "--messages", "6000", "--batch-rows", "600", "--schedule", "4:4", "--out", str(out)],
                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     parcels = out.with_name(out.name + ".partial") / "checkpoint" / "routing" / "parcels-000005.pickle"
     deadline = time.monotonic() + 900
@@ -157,10 +152,12 @@ def test_an_executor_killed_while_state_is_in_flight_changes_no_answer(spark_clu
     (["--scheme", "pkg", "--schedule", "3:4"], "splits keys"),
     (["--scheme", "kg", "--schedule", "3:4", "--rate", "1000"], "--rate 0"),
 ])
-def test_bad_live_options_are_usage_errors(tmp_path, options, message):
-    done = skewbench("run", "--app", "wordcount", "--workers", "2", "--messages", "2000", "--batch-rows", "200",
-                     *options, "--out", str(tmp_path / "x"))
-    assert done.returncode == 2 and message in done.stderr, done.stderr
+def test_bad_live_options_are_usage_errors(tmp_path, capsys, options, message):
+    from skewbench.cli import main
+
+    code = main(["run", "--app", "wordcount", "--workers", "2", "--messages", "2000", "--batch-rows", "200", *options,
+                 "--out", str(tmp_path / "x")])
+    assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
 
 
