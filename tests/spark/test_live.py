@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,33 +20,47 @@ ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
 
 FLUCTUATING = "fzipf:z=1.2,keys=400,f=0.5,intervals=30"
-MESSAGES, BATCH, W, S = 4400, 100, 4, 2  # 44 micro-batches
-CASES = {  # name: (app, scheme, live options)
-    "mixed-wordcount": ("wordcount", "mixed", {"rebalance_every": 1}),
-    "readj-selfjoin": ("selfjoin", "gedik-readj", {"rebalance_every": 2}),
-    "mixed-naivebayes": ("naivebayes", "mixed", {"rebalance_every": 2}),
-    "kg-in-out": ("wordcount", "kg", {"schedule": "5:3,12:4", "messages": 2000}),
-    "consistent-in-out": ("wordcount", "consistent", {"schedule": "5:3,12:4", "messages": 2000}),
-    "kg-fluid": ("selfjoin", "kg", {"schedule": "5:3", "migration": "fluid", "fluid_keys": 10, "messages": 2000}),
-}  # (a rebalancing case needs 42 micro-batches for 20 migrations: one batch in flight after each)
+BASE = {"workers": 4, "sources": 2, "delay_ms": 0.05, "workload": FLUCTUATING, "messages": 4400, "batch_rows": 100}
+KILLED = "kg-killed"  # an executor JVM gets SIGKILL while this run's state is in flight (test below)
+CASES = {  # name: the run's options beyond BASE.  A rebalancing run needs 42 micro-batches for 20 migrations
+    "mixed-wordcount": {"app": "wordcount", "scheme": "mixed", "rebalance_every": 1},
+    "readj-selfjoin": {"app": "selfjoin", "scheme": "gedik-readj", "rebalance_every": 2},
+    "mixed-naivebayes": {"app": "naivebayes", "scheme": "mixed", "rebalance_every": 2},
+    "kg-in-out": {"app": "wordcount", "scheme": "kg", "schedule": "5:3,12:4", "messages": 2000},
+    "consistent-in-out": {"app": "wordcount", "scheme": "consistent", "schedule": "5:3,12:4", "messages": 2000},
+    "kg-fluid": {"app": "selfjoin", "scheme": "kg", "schedule": "5:3", "migration": "fluid", "fluid_keys": 10,
+                 "messages": 2000},
+    KILLED: {"app": "selfjoin", "scheme": "kg", "workers": 3, "schedule": "4:4", "delay_ms": 2, "messages": 6000,
+             "batch_rows": 600},  # last: the executor it loses is replaced, but for no later run
+}
+
+
+def config(name: str) -> dict:
+    return {**BASE, **CASES[name]}
 
 
 @pytest.fixture(scope="module")
 def live_runs(spark_cluster, tmp_path_factory):
-    """The CASES in one Spark application: {name: result folder}."""
+    """The CASES in one Spark application: ({name: result folder}, when the executor was killed)."""
     folder = tmp_path_factory.mktemp("live")
     files = []
-    for name, (app, scheme, options) in CASES.items():
-        config = {"app": app, "scheme": scheme, "workers": W, "sources": S, "delay_ms": 0.05,
-                  "workload": FLUCTUATING, "messages": MESSAGES, "batch_rows": BATCH, "out": str(folder / name),
-                  **options}
+    for name in CASES:
         files.append(folder / f"{name}.json")
-        files[-1].write_text(json.dumps(config))
-    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.bench.spark.run", *map(str, files)],
-                          capture_output=True, text=True, timeout=2400, cwd=ROOT,
-                          env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    return {name: folder / name for name in CASES}
+        files[-1].write_text(json.dumps({**config(name), "out": str(folder / name)}))
+    runs = subprocess.Popen([str(CLUSTER_PYTHON), "-m", "skewbench.bench.spark.run", *map(str, files)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
+    # Batch 4 routes with the version that moves keys; its parcels are written under batch 5, which installs them.
+    parcels = folder / f"{KILLED}.partial" / "checkpoint" / "routing" / "parcels-000005.pickle"
+    deadline = time.monotonic() + 1800
+    while not parcels.exists() and runs.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    killed_at = time.time()
+    if runs.poll() is None:
+        os.kill(executor_pids(spark_cluster.parent.parent)[0], signal.SIGKILL)
+    stdout, stderr = runs.communicate(timeout=1800)
+    assert runs.returncode == 0, stdout[-2000:] + stderr[-4000:]
+    return {name: folder / name for name in CASES}, killed_at
 
 
 def simulated(name: str):
@@ -55,22 +68,23 @@ def simulated(name: str):
     from skewbench.simulator import simulate
     from skewbench.workloads import parse
 
-    _, scheme, options = CASES[name]
-    schedule = parse_schedule(options["schedule"]) if "schedule" in options else {}
-    live = Live(BATCH, options.get("rebalance_every", 0), schedule, options.get("migration", "all-at-once"),
-                options.get("fluid_keys", 0))
-    return simulate(parse(FLUCTUATING, messages=options.get("messages", MESSAGES), seed=0), scheme, W, S, live=live)
+    c = config(name)
+    live = Live(c["batch_rows"], c.get("rebalance_every", 0), parse_schedule(c["schedule"]) if "schedule" in c else {},
+                c.get("migration", "all-at-once"), c.get("fluid_keys", 0))
+    return simulate(parse(FLUCTUATING, messages=c["messages"], seed=0), c["scheme"], c["workers"], c["sources"],
+                    live=live)
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_live_runs_are_exact_and_route_as_simulated(live_runs, name):
-    out = live_runs[name]
+    out = live_runs[0][name]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["correct"], summary
     timeline = pd.read_parquet(out / "timeline.parquet")
-    assert len(timeline) == CASES[name][2].get("messages", MESSAGES) // BATCH and timeline["duplicates"].sum() == 0
+    assert len(timeline) == config(name)["messages"] // config(name)["batch_rows"]
+    assert timeline["duplicates"].sum() == 0  # no parcel installed twice, not even after the kill
     assert {"latency_p99", "latency_max", "max_over_mean", "moved_bytes", "plan_seconds"} <= set(timeline.columns)
     assert summary["migrated_bytes"] > 0 and len(summary["migration_list"]) == summary["migrations"]
     assert all(m["seconds"] > 0 and m["keys"] > 0 for m in summary["migration_list"]), summary["migration_list"]
@@ -82,7 +96,7 @@ def test_live_runs_are_exact_and_route_as_simulated(live_runs, name):
     assert handled.tolist() == np.bincount(sim.routes, minlength=width).tolist()
     assert timeline["version"].tolist() == [max(v.number for v in sim.versions if v.first_batch <= b)
                                             for b in range(len(timeline))]
-    if CASES[name][1] in ("mixed", "gedik-readj"):
+    if "rebalance_every" in CASES[name]:
         assert summary["migrations"] >= 20
         assert timeline["held"].max() > 0  # rows did wait for their key's state
 
@@ -90,7 +104,7 @@ def test_live_runs_are_exact_and_route_as_simulated(live_runs, name):
 @pytest.mark.spark
 @pytest.mark.slow
 def test_consistent_hashing_moves_fewer_keys_than_kg_on_the_same_schedule(live_runs):
-    moved = {name: json.loads((live_runs[name] / "summary.json").read_text())["migrated_keys"]
+    moved = {name: json.loads((live_runs[0][name] / "summary.json").read_text())["migrated_keys"]
              for name in ("kg-in-out", "consistent-in-out")}
     assert moved["consistent-in-out"] < moved["kg-in-out"] / 2, moved
 
@@ -110,35 +124,20 @@ def executor_pids(cluster: Path) -> list[int]:
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_an_executor_killed_while_state_is_in_flight_changes_no_answer(spark_cluster, tmp_path):
+def test_an_executor_killed_while_state_is_in_flight_changes_no_answer(live_runs):
     """kg scales out 3 -> 4 at batch 4 (the test cluster has 4 slots); once the workers' parcels are out
     (written under batch 5) and not yet installed, an executor JVM gets SIGKILL.  Spark reruns its tasks from
-    the committed state and the offsets, which name the version and the batch: the answer is exact, nothing
-    is installed twice, and the batches' times show that the kill landed inside the migration."""
-    out = tmp_path / "killed"
-    env = {**os.environ, "SPARK_CONF_DIR": str(spark_cluster)}
-    run = subprocess.Popen([sys.executable, "-m", "skewbench.cli", "run", "--app", "selfjoin", "--scheme", "kg",
-                            "--workers", "3", "--sources", "2", "--delay-ms", "2", "--workload", FLUCTUATING,
-                            "--messages", "6000", "--batch-rows", "600", "--schedule", "4:4", "--out", str(out)],
-                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    parcels = out.with_name(out.name + ".partial") / "checkpoint" / "routing" / "parcels-000005.pickle"
-    deadline = time.monotonic() + 900
-    while not parcels.exists():
-        assert run.poll() is None and time.monotonic() < deadline, run.stderr.read()[-3000:] if run.stderr else ""
-        time.sleep(0.05)
-    victims = executor_pids(spark_cluster.parent.parent)
-    killed_at = time.time()
-    os.kill(victims[0], signal.SIGKILL)
-    stdout, stderr = run.communicate(timeout=900)
-    assert run.returncode == 0, stdout[-2000:] + stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
+    the committed state and the offsets, which name the version and the batch: the answer is exact (above,
+    with the other runs), nothing is installed twice, and the batches' times show that the kill landed
+    inside the migration."""
+    folders, killed_at = live_runs
+    summary = json.loads((folders[KILLED] / "summary.json").read_text())
     assert summary["correct"] and summary["migrations"] == 1, summary
     migration = summary["migration_list"][0]
     assert (migration["first_batch"], migration["last_batch"]) == (4, 5)
-    batches = pd.read_parquet(out / "batches.parquet").set_index("batch")
+    batches = pd.read_parquet(folders[KILLED] / "batches.parquet").set_index("batch")
     began, ended = batches.loc[4, "started"], batches.loc[5, "started"] + batches.loc[5, "duration"]
     assert began <= killed_at <= ended, (began, killed_at, ended)  # after the hand-over, before the install
-    assert pd.read_parquet(out / "timeline.parquet")["duplicates"].sum() == 0
 
 
 @pytest.mark.parametrize("options, message", [
