@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from skewbench.bench.apps import APPS, make_app
-from skewbench.bench.apps.handover import Desk, Orders, Parcel, handle
+from skewbench.bench.apps.handover import Desk, Orders, handle
 from skewbench.bench.apps.local import run_in_process
 from skewbench.workloads import parse
 
@@ -87,7 +87,3 @@ def test_a_parcel_delivered_twice_is_installed_once():
     assert again.duplicates == 1
     assert dict(zip(again.state["fps"].tolist(), again.state["counts"].tolist())) == {7: 4, 8: 1}
 
-
-def test_a_parcel_is_plain_data():
-    parcel = Parcel(3, 0, 1, np.array([5]), {"fps": np.array([5]), "counts": np.array([2])})
-    assert (parcel.version, parcel.src, parcel.dst) == (3, 0, 1)
