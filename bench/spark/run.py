@@ -210,9 +210,10 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     status = master_status(url)
     slots = free_slots(status, own_app)
     if config.width() > slots:
-        raise RunError(f"{config.width()} workers (--workers, or the most the --schedule asks for) exceed the {slots} "
-                       f"free task slots of {url}: every worker needs its own slot (start the cluster with more "
-                       f"CORES or WORKERS)")
+        width = config.width()
+        asked = f"--workers {config.workers}" if width == config.workers else f"W = {width} (--schedule)"
+        raise RunError(f"{asked} exceeds the {slots} free task slots of {url}: every worker needs its own slot (start "
+                       f"the cluster with more CORES or WORKERS)")
     return app, status
 
 
