@@ -48,16 +48,12 @@ def _scheme_params(items: list[str]) -> dict[str, dict]:
 
 
 def _schedule(text: str | None) -> dict[int, int]:
-    if not text:
-        return {}
+    from skewbench.migration import parse_schedule
+
     try:
-        pairs = [part.split(":") for part in text.split(",")]
-        schedule = {int(at): int(w) for at, w in pairs}
-    except ValueError:
-        raise UsageError(f"--schedule takes MESSAGE:WORKERS pairs like 500000:11,750000:12, got {text!r}") from None
-    if min(schedule.values()) < 1:
-        raise UsageError("--schedule worker counts must be >= 1")
-    return schedule
+        return parse_schedule(text, at="MESSAGE") if text else {}
+    except ValueError as error:
+        raise UsageError(f"--schedule: {error}") from None
 
 
 def _check_schemes(names: list[str], params: dict[str, dict]) -> None:
@@ -216,12 +212,13 @@ def cmd_bench(args) -> int:
         raise UsageError(str(exc)) from None
     _in_cluster_python("bench", [*args.studies, "--out", str(args.out), "--order-seed", str(args.order_seed)]
                        + ["--resume"] * args.resume + [f"--{args.profile}"] * (args.profile != "default")
-                       + (["--engine-model", str(args.engine_model)] if args.engine_model else []))
+                       + (["--engine-model", str(args.engine_model)] if args.engine_model else [])
+                       + (["--warm-up-batches", str(args.warm_up_batches)] if args.warm_up_batches is not None else []))
     from skewbench.bench.spark.run import RunError
 
     try:
         table = bench(args.studies, args.out, resume=args.resume, profile=args.profile, order_seed=args.order_seed,
-                      engine_model=args.engine_model)
+                      engine_model=args.engine_model, warm_up_batches=args.warm_up_batches)
     except (BenchError, RunError) as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
@@ -427,6 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="predict with this engine_model.json (an earlier bench's) instead of calibrating; "
                             "without it and without an engine study, the bench calibrates the engine itself "
                             "(a short calibration, cached per cluster shape and code in .cache/engine/)")
+    bench.add_argument("--warm-up-batches", type=int, metavar="N",
+                       help="micro-batches of the unreported run that first warms the JVMs up (default: enough for "
+                            "their JIT compilers; fewer leave the first measured runs' engine cost high; 0: none)")
     bench.set_defaults(func=cmd_bench)
 
     predict = sub.add_parser("predict", help="the simulator's prediction of every point of study files (no Spark)",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -113,6 +113,13 @@ class Live:
     migration: str = "all-at-once"
     fluid_keys: int = 0
 
+    @classmethod
+    def of(cls, batch: int, every: int, schedule: str, migration: str, fluid_keys: int) -> Live | None:
+        """From a run's options (``schedule`` as :func:`parse_schedule` reads it); None when nothing changes."""
+        if not (every or schedule):
+            return None
+        return cls(batch, every, parse_schedule(schedule) if schedule else {}, migration, fluid_keys)
+
     def batches(self, messages: int) -> int:
         return -(-messages // self.batch)
 
@@ -131,7 +138,8 @@ class Live:
 class Version:
     """Routing version ``number``, in force from batch ``first_batch`` on: ``router`` routes, ``moves``
     (:data:`MOVE_DTYPE`) are the keys whose state moves as it comes into force.  ``step``/``steps``: its
-    place in a fluid migration (1/1 otherwise); ``plan_seconds``: the scheme's planning time (first step)."""
+    place in a fluid migration (1/1 otherwise); ``plan_seconds``: the scheme's planning time (first step);
+    ``seen_keys``: the keys seen when it was planned, each with state somewhere (``moves`` are a share of them)."""
 
     number: int
     first_batch: int
@@ -142,6 +150,7 @@ class Version:
     step: int = 1
     steps: int = 1
     plan_seconds: float = 0.0
+    seen_keys: int = 0
 
 
 class Controller:
@@ -195,7 +204,7 @@ class Controller:
         if nxt >= self.batches:
             return self.current
         if self._pending:
-            self.versions.append(_starting(self._pending.pop(0), nxt, len(self.versions)))
+            self.versions.append(replace(self._pending.pop(0), first_batch=nxt, number=len(self.versions)))
             return self.current
         if len(self.current.moves) and self.current.first_batch == batch:
             return self.current  # its state is in flight until batch `nxt` ends
@@ -209,7 +218,7 @@ class Controller:
             return self.current
         self._keys, self._counts = np.empty(0, np.uint64), np.empty(0, np.int64)
         self._loads[:] = 0
-        self.versions.append(_starting(steps[0], nxt, len(self.versions)))
+        self.versions.append(replace(steps[0], first_batch=nxt, number=len(self.versions)))
         self._pending = steps[1:]
         return self.current
 
@@ -242,24 +251,23 @@ class Controller:
             later = np.concatenate([moves[:0], *groups[i + 1:]])
             router = new if not len(later) else Pinned(new, later["key"], later["src"])
             versions.append(Version(0, batch, router, group, target, reason, i + 1, len(groups),
-                                    seconds if i == 0 else 0.0))
+                                    seconds if i == 0 else 0.0, len(self._seen)))
         return versions
 
 
-def _starting(version: Version, batch: int, number: int) -> Version:
-    return Version(number, batch, version.router, version.moves, version.workers, version.reason, version.step,
-                   version.steps, version.plan_seconds)
-
-
-def parse_schedule(text: str) -> dict[int, int]:
-    """``"3:6,9:4"`` → ``{3: 6, 9: 4}`` (at micro-batch 3, W becomes 6; at 9, 4); ``ValueError`` otherwise."""
+def parse_schedule(text: str, at: str = "BATCH") -> dict[int, int]:
+    """``"3:6,9:4"`` → ``{3: 6, 9: 4}`` (at ``at`` 3 — a micro-batch, or a message for the simulator — W
+    becomes 6; at 9, 4); ``ValueError`` with one clear line otherwise."""
+    example = "3:6,9:4" if at == "BATCH" else "500000:11,750000:12"
     try:
         pairs = [part.split(":") for part in text.split(",") if part.strip()]
-        schedule = {int(batch): int(workers) for batch, workers in pairs}
+        schedule = {int(when): int(workers) for when, workers in pairs}
     except ValueError:
-        raise ValueError(f"a schedule is BATCH:W pairs like 3:6,9:4, got {text!r}") from None
+        raise ValueError(f"a schedule is {at}:W pairs like {example}, got {text!r}") from None
     if not schedule:
-        raise ValueError("the schedule is empty: give BATCH:W pairs like 3:6,9:4")
+        raise ValueError(f"the schedule is empty: give {at}:W pairs like {example}")
+    if min(schedule.values()) < 1:
+        raise ValueError(f"every W in a schedule must be >= 1, got {text!r}")
     return schedule
 
 

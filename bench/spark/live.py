@@ -128,13 +128,14 @@ class Publisher:
         if nxt is not current:
             self._publish(nxt)
         sent = [p for r in records for p in r.get("parcels", ())]
+        handed = pickle.dumps(sent) if sent else b""
         if sent:
-            write_once(self.folder / f"parcels-{batch + 1:06d}.pickle", pickle.dumps(sent))
+            write_once(self.folder / f"parcels-{batch + 1:06d}.pickle", handed)
         loads = np.bincount(workers, minlength=current.workers)[:current.workers]
         self.rows.append({"batch": batch, "version": current.number, "workers": current.workers,
                           "max_over_mean": float(loads.max() / loads.mean()) if loads.sum() else float("nan"),
                           "moved_keys": len(current.moves) if current.first_batch == batch else 0,
-                          "moved_bytes": sum(len(pickle.dumps(p.part)) for p in sent),
+                          "moved_bytes": len(handed),
                           "parcels": len(sent), "held": sum(r.get("held", 0) for r in records),
                           "released": sum(r.get("released", 0) for r in records),
                           "duplicates": sum(r.get("duplicates", 0) for r in records),
@@ -158,7 +159,7 @@ class Publisher:
             row = {"version": v.number, "reason": v.reason, "workers": v.workers, "steps": v.steps,
                    "first_batch": first, "last_batch": last, "keys": int(sum(len(w.moves) for w in steps)),
                    "bytes": int(during["moved_bytes"].sum()), "held_max": int(during["held"].max()),
-                   "plan_seconds": v.plan_seconds}
+                   "plan_seconds": v.plan_seconds, "seen_keys": v.seen_keys}
             if batches is not None and {first, last} <= set(batches["batch"]):
                 at = batches.set_index("batch")
                 row["seconds"] = float(at.loc[last, "started"] + at.loc[last, "duration"] - at.loc[first, "started"])

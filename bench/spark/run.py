@@ -86,12 +86,9 @@ class Config:
 
     def live(self):
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
-        from skewbench.migration import Live, parse_schedule
+        from skewbench.migration import Live
 
-        if not (self.rebalance_every or self.schedule):
-            return None
-        return Live(batch_rows(self), self.rebalance_every, parse_schedule(self.schedule) if self.schedule else {},
-                    self.migration, self.fluid_keys)
+        return Live.of(batch_rows(self), self.rebalance_every, self.schedule, self.migration, self.fluid_keys)
 
     def width(self) -> int:
         """Worker slots provisioned: the most workers the schedule ever asks for (Spark fixes the state's

@@ -24,7 +24,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from skewbench.migration import Live, Version
+from skewbench.migration import Live, Version, owners
 from skewbench.scheme import Plan, Scheme, make_scheme
 from skewbench.simulator import metrics
 from skewbench.sources import plan_on_prefix, source_of_each_message, source_routers
@@ -90,10 +90,6 @@ def _warm_up(router: Scheme, stream: Stream | GeneratedStream) -> None:
     if twin.adaptive:
         plan_on_prefix(twin, prefix, n)
     twin.route_many(prefix.fps, prefix.clock)
-
-
-def _owners(router: Scheme, key_fps: np.ndarray) -> np.ndarray:
-    return router.spawn().route_many(key_fps)
 
 
 class _Interval:
@@ -214,7 +210,7 @@ class Simulation:
         routers[:] = source_routers(fresh, self.sources)
         if old.splits_keys:
             return 0
-        return int(np.count_nonzero(_owners(old, seen_fps) != _owners(fresh, seen_fps)))
+        return int(np.count_nonzero(owners(old, seen_fps) != owners(fresh, seen_fps)))
 
     def _result(self, measures, routes, routers, plans, migrated, route_seconds, versions) -> SimResult:
         stream, n = self.stream, self.stream.messages
