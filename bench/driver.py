@@ -1,13 +1,14 @@
 """``skewbench bench``: run study files on the Spark cluster, one tidy row per run, predictions beside.
 
-``skewbench bench STUDY.yaml [STUDY.yaml ...] --out DIR [--resume] [--quick | --full] [--engine-model FILE]``:
+``skewbench bench STUDY.yaml [STUDY.yaml ...] --out DIR [--resume] [--quick | --full] [--engine-model FILE]
+[--warm-up-batches N]``:
 
 1. Loads and validates every study (:mod:`~skewbench.bench.studyfile`) and checks the cluster has a
    task slot for every worker of the largest W — before any run starts.
 2. Runs every point in a seeded random order (so a slow drift of the machine does not line up with
    one factor), in three phases: engine calibration studies (``engine: true``), the others, then the
    studies whose offered rate another study measures (``offered_rate``).  One Spark application; a
-   short warm-up run first that is not reported.  Each run is a ``skewbench run``
+   warm-up run of ``--warm-up-batches`` micro-batches first that is not reported.  Each run is a ``skewbench run``
    (:func:`skewbench.bench.spark.run.run`) kept in ``DIR/runs/<point name>``.  A bench without an
    engine study and without ``--engine-model`` first runs (or finds cached) the engine calibration
    its points need (:mod:`~skewbench.bench.calibration`), and says which model predicts it.
@@ -41,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from skewbench.bench import sustainable
+from skewbench.bench import scaleout, sustainable
 from skewbench.bench.calibration import Calibration
 from skewbench.bench.interrupts import deferred
 from skewbench.bench.prediction import EngineModel, cached_work, predict
@@ -71,14 +72,18 @@ SCRATCH = ("outputs", "checkpoint")
 
 
 def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "default", order_seed: int = 0,
-          engine_model: Path | None = None, log=sys.stderr) -> pd.DataFrame:
-    """Run the studies into ``out`` (see the module docstring); returns the results table."""
+          engine_model: Path | None = None, warm_up_batches: int | None = None, log=sys.stderr) -> pd.DataFrame:
+    """Run the studies into ``out`` (see the module docstring); returns the results table.  ``warm_up_batches``:
+    the warm-up run's micro-batches (None: :data:`WARM_UP_BATCHES`)."""
     from skewbench.bench.spark.run import session
 
+    warm_up = WARM_UP_BATCHES if warm_up_batches is None else warm_up_batches
+    if warm_up < 0:
+        raise BenchError(f"--warm-up-batches must be >= 0 (0: no warm-up), got {warm_up}")
     studies = load_all(paths)
     given = given_model(engine_model, studies)
     url, slots = _cluster()
-    needed = max(p.workers for s in studies for p in s.points(profile))
+    needed = max(p.live.widest(p.workers) if p.live else p.workers for s in studies for p in s.points(profile))
     if needed > slots:
         raise BenchError(f"the studies need {needed} task slots (W = {needed}) but the cluster at {url} has {slots} "
                          f"free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
@@ -87,26 +92,28 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
         spark = session(url, "skewbench-bench")
         try:
             with deferred() as interrupts:
-                _run_plan(spark, out, studies, profile, order_seed, slots, interrupts, log)
+                _run_plan(spark, out, studies, profile, order_seed, slots, warm_up, interrupts, log)
         finally:
             spark.stop()
     else:  # a resumed bench whose runs are all complete (interrupted while it wrote its tables)
         print("every run is complete: writing the tables", file=log, flush=True)
     with deferred() as interrupts, interrupts.raising():
         return finish(out, studies, profile,
-                      {"master": url, "slots": slots, "profile": profile, "order_seed": order_seed})
+                      {"master": url, "slots": slots, "profile": profile, "order_seed": order_seed,
+                       "warm_up_batches": warm_up})
 
 
-def _run_plan(spark, out: Path, studies: list[Study], profile: str, order_seed: int, slots: int, interrupts,
-              log) -> None:
+def _run_plan(spark, out: Path, studies: list[Study], profile: str, order_seed: int, slots: int, warm_up: int,
+              interrupts, log) -> None:
     """The warm-up, the engine calibration the bench still needs, every point not yet complete with the
     sustainable-throughput searches after the phases they need, and the studies that crowd the executors last."""
     phases = _phases(studies)
     calibration = _calibration(out, studies, profile, spark)
     todo = _remaining(out, phases, profile) + len(calibration.missing() if calibration else ())
-    with Progress(todo + 1) as progress:
-        progress.step("warm-up run (not reported)")
-        _warm_up(spark, slots)
+    with Progress(todo + bool(warm_up)) as progress:
+        if warm_up:
+            progress.step("warm-up run (not reported)")
+            _warm_up(spark, slots, warm_up)
         how = _calibrate(spark, out, calibration, progress, interrupts) if calibration else ""
         _announce_model(out, studies, how, log)
 
@@ -332,8 +339,11 @@ def _complete(out: Path, point: Point) -> bool:
 def _label(point: Point) -> str:
     rate = f", offered {point.rate:,.0f}/s" if point.rate else ""
     levers = f", levers {point.levers}" if point.levers != canonical(LEVERS_DEFAULT) else ""
+    live = "".join([f", rebalance every {point.rebalance_every}" if point.rebalance_every else "",
+                    f", schedule {point.schedule}" if point.schedule else "",
+                    f", {point.migration} migration" if point.live and point.migration != "all-at-once" else ""])
     return (f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} delay {point.delay_ms} ms "
-            f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}")
+            f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}{live}")
 
 
 def config_of(point: Point, folder: Path):
@@ -342,13 +352,15 @@ def config_of(point: Point, folder: Path):
     return Config(app=point.app, scheme=point.scheme, workers=point.workers, sources=point.sources,
                   delay_ms=point.delay_ms, workload=point.workload, messages=point.messages, rate=point.rate,
                   batch_rows=point.batch_rows, seed=point.seed, split=point.split,
-                  aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder))
+                  aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder),
+                  rebalance_every=point.rebalance_every, schedule=point.schedule, migration=point.migration,
+                  fluid_keys=point.fluid_keys)
 
 
 WARM_UP_BATCHES = 40  # 5 left the next runs' engine cost per batch 0.4-0.5 s above the rest's (JIT, at W = 10)
 
 
-def _warm_up(spark, slots: int) -> None:
+def _warm_up(spark, slots: int, batches: int) -> None:
     """A run first, so that no measured run pays the JVMs' and Python workers' warm-up: small batches, many of
     them, for the JIT compilers to finish with the per-batch and per-task paths of the driver and executors."""
     from skewbench.bench.spark.run import run
@@ -356,7 +368,7 @@ def _warm_up(spark, slots: int) -> None:
     with tempfile.TemporaryDirectory(prefix="skewbench-warmup-") as tmp:
         w = min(10, slots)
         warm = Point(study="warmup", app="wordcount", scheme="pkg", workers=w, sources=min(5, w), delay_ms=0.1,
-                     workload="wp", messages=WARM_UP_BATCHES * 500 * w, batch_rows=500 * w, rate=0.0,
+                     workload="wp", messages=batches * 500 * w, batch_rows=500 * w, rate=0.0,
                      aggregation_period=0, split="shuffle", seed=0, levers=canonical(LEVERS_DEFAULT))
         run(config_of(warm, Path(tmp) / "run"), spark=spark)
 
@@ -426,7 +438,18 @@ def _run_row(point: Point, folder: Path) -> dict:
             "busy_per_copy_s": _busy_per_copy(folder) if point.delay_ms == 0 else np.nan,
             "ideal": ideal, "efficiency": s["throughput_msgs_per_s"] / ideal, "period": point.aggregation_period,
             "delay_mode": s["delay_mode"], "delay_error": s["delay"]["error"],
-            "worker_messages": s["worker_messages"], "worker_probes": s["worker_probes"], "run": folder.name}
+            "worker_messages": s["worker_messages"], "worker_probes": s["worker_probes"],
+            "versions": s.get("versions", 1), "final_workers": s.get("final_workers", point.workers),
+            **{key: s.get(key, 0) for key in ("migrations", "migrated_keys", "migrated_bytes")},
+            **_response(folder, s), "run": folder.name}
+
+
+def _response(folder: Path, summary: dict) -> dict:
+    """A live run's response to its first migration (:mod:`~skewbench.bench.scaleout`); NaN for the others."""
+    timeline = folder / "timeline.parquet"
+    if not timeline.exists():
+        return dict.fromkeys(scaleout.COLUMNS, np.nan)
+    return scaleout.response(pd.read_parquet(timeline), summary.get("migration_list", []))
 
 
 def _steady_median(folder: Path, column: str) -> float:

@@ -32,23 +32,28 @@ TERMS = ("workers", "sources", "copies")  # copies: message copies in the batch 
 
 @dataclass
 class Work:
-    """Copies per micro-batch and worker (``store``, ``probe``: arrays of shape batches × W), and the
-    stream's distinct keys (DKG's DistCost divides the counters by them)."""
+    """Copies per micro-batch and worker (``store``, ``probe``: arrays of shape batches × W, W the widest
+    the run has), the stream's distinct keys (DKG's DistCost divides the counters by them) and, for live
+    routing, each batch's active W (``workers``; None: W never changes)."""
 
     store: np.ndarray
     probe: np.ndarray
     keys: int = 0
+    workers: np.ndarray | None = None
 
     @property
     def copies(self) -> np.ndarray:
         return self.store + self.probe
 
     def to_json(self) -> dict:
-        return {"store": self.store.tolist(), "probe": self.probe.tolist(), "keys": self.keys}
+        return {"store": self.store.tolist(), "probe": self.probe.tolist(), "keys": self.keys} | (
+            {"workers": self.workers.tolist()} if self.workers is not None else {})
 
     @classmethod
     def from_json(cls, data: dict) -> Work:
-        return cls(np.asarray(data["store"], dtype=np.int64), np.asarray(data["probe"], dtype=np.int64), data["keys"])
+        workers = np.asarray(data["workers"], dtype=np.int64) if "workers" in data else None
+        return cls(np.asarray(data["store"], dtype=np.int64), np.asarray(data["probe"], dtype=np.int64), data["keys"],
+                   workers)
 
 
 def simulate_point(point: Point) -> Work:
@@ -60,6 +65,8 @@ def simulate_point(point: Point) -> Work:
 
     app = make_app(point.app)
     stream = app.prepare(parse(point.workload, messages=point.messages, seed=point.seed))
+    if point.live is not None:
+        return _live_work(point, app, stream)
     source = source_of_each_message(stream, point.sources, point.split)
     routers = prepare(point.scheme, point.workers, point.sources, stream, point.seed)
     fps, clock = stream.fps, stream.clock
@@ -77,6 +84,28 @@ def simulate_point(point: Point) -> Work:
             store[b] += np.bincount(sent.worker[sent.store], minlength=point.workers)
             probe[b] += np.bincount(sent.worker[~sent.store], minlength=point.workers)
     return Work(store, probe, stream.distinct_keys)
+
+
+def _live_work(point: Point, app, stream) -> Work:
+    """:func:`simulate_point` for live routing: the simulator routes with the versions the pipeline's
+    controller publishes (:mod:`skewbench.migration`), and each batch fans out with the version in force."""
+    from skewbench.simulator import simulate
+
+    live = point.live
+    result = simulate(stream, point.scheme, point.workers, point.sources, split=point.split, seed=point.seed,
+                      live=live)
+    batches, width = live.batches(stream.messages), live.widest(point.workers)
+    store, probe = np.zeros((batches, width), dtype=np.int64), np.zeros((batches, width), dtype=np.int64)
+    workers = np.empty(batches, dtype=np.int64)
+    for b in range(batches):
+        version = max((v for v in result.versions if v.first_batch <= b), key=lambda v: v.number)
+        lo, hi = b * live.batch, min((b + 1) * live.batch, stream.messages)
+        payload = pd.DataFrame({c: stream.payload[c][lo:hi] for c in app.payload_columns}, index=range(hi - lo))
+        sent = app.fan_out(version.router, stream.fps[lo:hi], result.routes[lo:hi], payload)
+        store[b] = np.bincount(sent.worker[sent.store], minlength=width)
+        probe[b] = np.bincount(sent.worker[~sent.store], minlength=width)
+        workers[b] = version.workers
+    return Work(store, probe, stream.distinct_keys, workers)
 
 
 def routed(point: Point) -> Point:
@@ -203,7 +232,9 @@ def predict(point: Point, work: Work, model: EngineModel) -> dict:
     sizes = np.minimum(point.batch_rows, point.messages - point.batch_rows * np.arange(len(work.store)))
     steady = slice(1, None) if len(sizes) > 1 else slice(None)  # the warm-up batch is not measured
     per_copy = point.delay_ms / 1000 + model.copy_seconds(point.app)
-    cost = np.array([model.cost(point.workers, point.sources, int(c.sum())) for c in work.copies[steady]])
+    workers = work.workers if work.workers is not None else np.full(len(work.store), point.workers)
+    cost = np.array([model.cost(int(w), point.sources, int(c.sum()))
+                     for w, c in zip(workers[steady], work.copies[steady])])
     busiest = work.copies[steady].max(axis=1) * per_copy
     seconds = model.batch_seconds(cost, busiest)
     capacity = sizes[steady].sum() / seconds.sum() if seconds.sum() > 0 else float("inf")

@@ -14,17 +14,19 @@ A study names *factors* — lists of values — and how to combine them::
     repeats: 1                            # seeds 0..repeats-1
     design: cross                         # cross (full product) | around (one factor at a time)
 
-Factors (a scalar means a one-element list): ``apps``, ``schemes``, ``workers``, ``sources``,
-``delay_ms``, ``workloads``, ``rate`` (offered messages/s, open loop; 0 = as fast as it goes),
-``aggregation_period`` (word count's T), ``split`` (``shuffle`` | ``key``), ``levers`` (the engine's
-levers on: ``default``, ``none``, ``all`` or names joined by ``+``; :mod:`~skewbench.bench.spark.engine`),
-``batch_rows`` / ``batch_rows_per_worker``.  ``design: cross`` runs every combination; ``design: around``
-runs the *centre* (the first value of every factor) and, for each factor, its other values with every other
-factor at the centre (Montgomery's one-factor-at-a-time).  ``cross_with: [schemes]`` crosses the named
-factors with the design of the others (every scheme at every point of an ``around`` sweep).
-``include`` adds points: each entry sets some factors (a list crosses its values with the entry's
-other lists), the rest take the centre's values (and the ``cross_with`` factors all of theirs).  Every
-point runs with seeds ``0 .. repeats-1``.
+Factors (a scalar means a one-element list): ``apps``, ``schemes``, ``workers``, ``sources``, ``delay_ms``,
+``workloads``, ``rate`` (offered messages/s, open loop; 0 = as fast as it goes), ``aggregation_period`` (word
+count's T), ``split`` (``shuffle`` | ``key``), ``levers`` (the engine's levers on: ``default``, ``none``,
+``all`` or names joined by ``+``; :mod:`~skewbench.bench.spark.engine`), live routing's ``rebalance_every``
+(an adaptive scheme plans every K micro-batches), ``schedule`` (``"BATCH:W,..."``: W changes while the stream
+runs; ``""`` never), ``migration`` (``all-at-once`` | ``fluid``) and ``fluid_keys``
+(:mod:`skewbench.migration`; the last two mean nothing, and are dropped, where routing never changes),
+``batch_rows`` / ``batch_rows_per_worker``. ``design: cross`` runs every combination; ``design: around`` runs
+the *centre* (the first value of every factor) and, for each factor, its other values with every other factor
+at the centre (Montgomery's one-factor-at-a-time). ``cross_with: [schemes]`` crosses the named factors with
+the design of the others (every scheme at every point of an ``around`` sweep). ``include`` adds points: each
+entry sets some factors (a list crosses its values with the entry's other lists), the rest take the centre's
+values (and the ``cross_with`` factors all of theirs). Every point runs with seeds ``0 .. repeats-1``.
 
 Other keys: ``description``; ``offered_rate: {study: storm, scheme: kg, delay_ms: 0.4}`` — the rate is
 that study's median measured throughput at that point, in the same bench folder (the study must run
@@ -57,7 +59,8 @@ from skewbench.bench.comparisons import COMPARISONS
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, canonical, parse as parse_levers
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
-           "split", "levers", "batch_rows", "batch_rows_per_worker")
+           "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "batch_rows",
+           "batch_rows_per_worker")
 MAX_WORKERS = 1000
 PROFILES = ("quick", "default", "full")
 MAX_DELAY_MS = 100
@@ -81,6 +84,10 @@ _FACTOR_ITEMS = {
     "aggregation_period": {"type": "integer", "minimum": 0},
     "split": {"enum": ["shuffle", "key"]},
     "levers": {"type": "string", "minLength": 1},
+    "rebalance_every": {"type": "integer", "minimum": 0},
+    "schedule": {"type": "string"},
+    "migration": {"enum": ["all-at-once", "fluid"]},
+    "fluid_keys": {"type": "integer", "minimum": 0},
     "batch_rows": _COUNT,
     "batch_rows_per_worker": _COUNT,
 }
@@ -119,7 +126,11 @@ SCHEMA = {
     "not": {"anyOf": [{"required": ["messages", "batches"]}, {"required": ["batch_rows", "batch_rows_per_worker"]}]},
 }
 DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0], "aggregation_period": [0],
-            "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "repeats": 1, "design": "cross", "batches": 5}
+            "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "rebalance_every": [0], "schedule": [""],
+            "migration": ["all-at-once"], "fluid_keys": [0], "repeats": 1, "design": "cross", "batches": 5}
+#: Live routing's factors (:mod:`skewbench.migration`) at their static values: a point with these keeps the
+#: name it had before live routing existed.
+STATIC = {"rebalance_every": 0, "schedule": "", "migration": "all-at-once", "fluid_keys": 0}
 #: The lever set of a study saved before levers existed (a kept bench's plan.json): Spark as configured.
 LEVERS_BEFORE = "none"
 
@@ -146,17 +157,31 @@ class Point:
     split: str
     seed: int
     levers: str = LEVERS_BEFORE  # the engine's levers (:mod:`~skewbench.bench.spark.engine`)
+    rebalance_every: int = 0  # live routing (:class:`~skewbench.migration.Live`): plan every K micro-batches
+    schedule: str = ""  # "BATCH:W,...": W changes at these micro-batches
+    migration: str = "all-at-once"  # or "fluid"
+    fluid_keys: int = 0  # fluid: the most keys moving out of or into one worker per batch
 
     @property
     def name(self) -> str:
         """The run's folder name: readable, and unique through a digest of every field (``levers`` only when
-        on, so that runs made before levers existed keep their names)."""
+        on and live routing's fields only when set, so that runs made before either existed keep their names)."""
         fields = asdict(self)
         if self.levers == LEVERS_BEFORE:
             del fields["levers"]
+        for key, static in STATIC.items():
+            if fields[key] == static:
+                del fields[key]
         digest = hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
         return (f"{self.study}-{self.app}-{self.scheme}-W{self.workers}-S{self.sources}-d{self.delay_ms:g}"
                 f"-s{self.seed}-{digest}")
+
+    @property
+    def live(self):
+        """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
+        from skewbench.migration import Live
+
+        return Live.of(self.batch_rows, self.rebalance_every, self.schedule, self.migration, self.fluid_keys)
 
 
 @dataclass(frozen=True)
@@ -188,7 +213,8 @@ class Study:
         factors["size"] = spec[sized]
         combos = _design(factors, spec["design"], [_size_named(p, sized) for p in spec.get("include", [])],
                          spec.get("cross_with", []))
-        return [self._point(c, sized, spec, seed, rate) for c in combos for seed in range(spec["repeats"])]
+        points = [self._point(c, sized, spec, seed, rate) for c in combos for seed in range(spec["repeats"])]
+        return list(dict.fromkeys(points))  # (a static point crossed with migration strategies is one point)
 
     def _point(self, c: dict, sized: str, spec: dict, seed: int, rate: float | None) -> Point:
         from skewbench.bench.apps import make_app
@@ -200,7 +226,15 @@ class Study:
                      workload=c["workloads"] or make_app(c["apps"]).default_workload, messages=messages,
                      batch_rows=min(rows, messages), rate=float(rate if rate is not None else c["rate"]),
                      aggregation_period=c["aggregation_period"], split=c["split"], seed=seed,
-                     levers=canonical(c.get("levers", LEVERS_BEFORE)))
+                     levers=canonical(c.get("levers", LEVERS_BEFORE)), **_live_factors(c))
+
+
+def _live_factors(c: dict) -> dict:
+    """A combination's live-routing factors; how state migrates means nothing when routing never changes."""
+    factors = {k: c.get(k, static) for k, static in STATIC.items()}
+    if not (factors["rebalance_every"] or factors["schedule"]):
+        factors.update(migration=STATIC["migration"], fluid_keys=STATIC["fluid_keys"])
+    return factors
 
 
 def _as_list(value) -> list:
@@ -299,6 +333,25 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
                 raise _fail(path, prefix + "workloads", str(exc)) from None
 
 
+def _check_live(study: Study) -> None:
+    """Live routing's factors, point by point in every profile: what ``skewbench run`` would refuse."""
+    from skewbench.bench.driver import config_of
+    from skewbench.bench.spark.run import check_live
+    from skewbench.scheme import make_scheme
+
+    offered = 1.0 if "offered_rate" in study.spec else None  # a calibrated rate: open loop, > 0
+    for profile in ("default", "quick", "full"):
+        for point in study.points(profile, rate=offered):
+            if all(getattr(point, k) == static for k, static in STATIC.items()):
+                continue
+            try:
+                check_live(config_of(point, Path()), make_scheme(point.scheme, point.workers, seed=point.seed))
+            except ValueError as exc:
+                key = "rebalance_every" if point.rebalance_every else "schedule"
+                where = f"{profile} profile, " if profile != "default" else ""
+                raise _fail(study.path, key, f"{where}{point.app} {point.scheme}: {exc}") from None
+
+
 def load(path: str | Path) -> Study:
     """Read and validate one study file (:class:`StudyError` on the first problem)."""
     path = Path(path)
@@ -326,7 +379,9 @@ def from_spec(doc, path: Path) -> Study:
     if "messages" in spec:
         spec.pop("batches")
     _check_names(path, spec)
-    return Study(path, spec)
+    study = Study(path, spec)
+    _check_live(study)
+    return study
 
 
 def load_all(paths: list[str | Path]) -> list[Study]:

@@ -75,3 +75,30 @@ def test_predicted_throughput_is_messages_over_engine_plus_busiest_worker():
     assert got["throughput"] == pytest.approx(20 / 3.3) and got["busiest_s"] == pytest.approx(0.65)
     assert predict(point(workers=2, sources=1, delay_ms=100.0, messages=30, batch_rows=10, rate=2.0), work,
                    model)["throughput"] == 2.0  # offered below capacity: the rate
+
+
+
+@pytest.mark.parametrize("app", ["wordcount", "selfjoin", "naivebayes"])
+@pytest.mark.parametrize(("scheme", "live"), [("consistent", {"schedule": "1:7,3:4"}),
+                                              ("mixed", {"rebalance_every": 1}),
+                                              ("kg", {"schedule": "1:6", "migration": "fluid", "fluid_keys": 40})])
+def test_live_work_equals_the_in_process_pipeline_with_each_batchs_width(app, scheme, live):
+    """Live routing: the simulated copies are the in-process pipeline's (which moves the keys' state as
+    Spark does), over the widest W, and each batch's active W is that of the version in force."""
+    from skewbench.migration import parse_schedule
+
+    p = point(app, scheme, messages=6000, **live)
+    work = simulate_point(p)
+    schedule = parse_schedule(live["schedule"]) if "schedule" in live else {}
+    assert work.store.shape == (6, max([5, *schedule.values()]))
+    stream = parse(p.workload, messages=p.messages, seed=p.seed)
+    local = run_in_process(make_app(app), stream, scheme, p.workers, p.sources, p.batch_rows, seed=p.seed,
+                           rebalance_every=p.rebalance_every, schedule=schedule, migration=p.migration,
+                           fluid_keys=p.fluid_keys)
+    assert len(local.versions) > 1
+    assert work.store.sum(0).tolist() == local.stores.tolist()
+    assert work.probe.sum(0).tolist() == local.probes.tolist()
+    in_force = [max((v for v in local.versions if v.first_batch <= b), key=lambda v: v.number) for b in range(6)]
+    assert work.workers.tolist() == [v.workers for v in in_force]
+    assert Work.from_json(work.to_json()).workers.tolist() == work.workers.tolist()
+    assert predict(p, work, EngineModel(0.5, {"workers": 0.05}, {app: 1e-6}, runs=1))["throughput"] > 0

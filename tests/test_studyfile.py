@@ -165,6 +165,13 @@ BAD = {
     "quick scheme": (TINY + "quick: {schemes: nope}\n", "study.yaml: quick.schemes: unknown scheme 'nope'"),
     "full include workload": (TINY + "full: {include: [{workloads: 'zipf:z=x'}]}\n", "study.yaml: full.include[0].workloads:"),
     "not yaml": ("name: [tiny\n", "study.yaml: not valid YAML"),
+    "schedule": (TINY + "schedule: '3:x'\n", "study.yaml: schedule: wordcount kg: a schedule is BATCH:W pairs"),
+    "schedule W": (TINY + "schedule: '3:0'\n", "study.yaml: schedule: wordcount kg: every W in a schedule must be"),
+    "rebalance a static scheme": (TINY.replace("[kg, pkg]", "[mixed, kg]") + "rebalance_every: 2\n",
+                                  "study.yaml: rebalance_every: wordcount kg: scheme 'kg' cannot rebalance"),
+    "negative interval": (TINY + "rebalance_every: -1\n", "study.yaml: rebalance_every: -1 is less than the minimum"),
+    "migration": (TINY + "migration: lazy\n", "study.yaml: migration: 'lazy' is not one of"),
+    "live key-splitting": (TINY + "quick: {schedule: '2:5'}\n", "study.yaml: schedule: quick profile, wordcount pkg:"),
     "not a mapping": ("- tiny\n", "study.yaml: a study file is a mapping"),
 }
 
@@ -192,6 +199,20 @@ def test_offered_rate_must_name_a_study_given_before(tmp_path):
         load_all([second, first])
     with pytest.raises(StudyError, match=r"a.yaml: name: another study file is also named 'tiny'"):
         load_all([first, first])
+
+
+def test_live_factors_name_their_runs_and_leave_static_names_as_they_were(tmp_path):
+    """Live routing's factors cross like any other (how state moves only where routing changes); a static
+    point's name is the one it had before they existed."""
+    plain = TINY.replace("[kg, pkg]", "[consistent, mixed]").replace("sources: [1, 2]", "sources: 1")
+    study = load(write(tmp_path, plain + "schedule: ['', '2:6']\nmigration: [all-at-once, fluid]\nfluid_keys: 50\n"))
+    points = study.points()
+    assert len(points) == 2 * 2 * (1 + 2) and len({p.name for p in points}) == len(points)
+    static = [p for p in points if not p.schedule]
+    assert all(p.live is None and p.migration == "all-at-once" and p.fluid_keys == 0 for p in static)
+    assert {p.live.schedule[2] for p in points if p.schedule} == {6}
+    before = {p.name for p in load(write(tmp_path, plain, "plain.yaml")).points()}
+    assert {p.name for p in static} == before
 
 
 def test_missing_study_file(tmp_path):

@@ -44,8 +44,12 @@ def studies(tmp_path: Path) -> list[str]:
     return [str(p) for p in paths]
 
 
+# The tests measure nothing, so a short warm-up (the bench's own JIT warm-up costs each bench ~20 s).
+WARM_UP = ("--warm-up-batches", "2")
+
+
 def bench(*args, conf: Path, cache: Path | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "skewbench.cli", "bench", *args], cwd=ROOT, text=True,
+    return subprocess.Popen([sys.executable, "-m", "skewbench.cli", "bench", *args, *WARM_UP], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "SPARK_CONF_DIR": str(conf)}
                             | ({"SKEWBENCH_CACHE": str(cache)} if cache else {}))
@@ -80,7 +84,8 @@ def interrupted_bench(tmp_path: Path, target: str, nth: int, *args, conf: Path) 
 
     script = tmp_path / "interrupting.py"
     script.write_text(INTERRUPTING)
-    return finished(subprocess.Popen([str(CLUSTER_PYTHON), str(script), target, str(nth), *args], cwd=ROOT, text=True,
+    return finished(subprocess.Popen([str(CLUSTER_PYTHON), str(script), target, str(nth), *args, *WARM_UP], cwd=ROOT,
+                                     text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, "SPARK_CONF_DIR": str(conf)}))
 
@@ -165,9 +170,11 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
 
 
 @pytest.mark.spark
-def test_sustainable_search_brackets_the_peak(spark_cluster, tmp_path):
-    cal = tmp_path / "cal.yaml"
-    cal.write_text(textwrap.dedent(CALIBRATION))
+def test_sustainable_search_brackets_a_rate_the_workers_carry(spark_cluster, tmp_path):
+    """The search (its start predicted by the bench's own engine calibration) ends with a carried and a
+    failed rate, each verdict the one its run's batches give, the carried rate under the workers' limit."""
+    from skewbench.bench.sustainable import verdict
+
     study = tmp_path / "sus.yaml"
     study.write_text(textwrap.dedent("""\
         name: sus
@@ -182,19 +189,19 @@ def test_sustainable_search_brackets_the_peak(spark_cluster, tmp_path):
         sustainable: {seconds: 6}
         """))
     out = tmp_path / "out"
-    code, log = finished(bench(str(cal), str(study), "--out", str(out), conf=spark_cluster))
+    code, log = finished(bench(str(study), "--out", str(out), conf=spark_cluster, cache=tmp_path / "cache"))
     assert code == 0, log[-4000:]
     table = pd.read_csv(out / "results.csv")
     search = table[table["search_of"].notna()]
-    peak = table.loc[table["run"] == search["search_of"].iloc[0], "throughput"].iloc[0]
     assert 2 <= len(search) <= 6 and search["correct"].all() and search["sim_exact"].all()
     assert (search["rate"] > 0).all() and search["messages"].max() <= 6 * search["rate"].max() + 1
-    verdicts = dict(zip(search["rate"], search["sustainable"]))
-    good = [r for r, ok in verdicts.items() if ok]
-    assert good and not all(verdicts.values())  # bracketed: a carried and a failed rate
-    # The peak (4 closed-loop batches) is only a rough guide; the workers' own limit is a hard one:
-    # 4 workers at 0.5 ms carry at most 8,000 messages/s even perfectly balanced.
-    assert peak / 2 <= max(good) < 4 / 0.0005
+    for run, rate, messages, ok in zip(search["run"], search["rate"], search["messages"], search["sustainable"]):
+        assert verdict(pd.read_parquet(out / "runs" / run / "batches.parquet"), rate, messages)[0] == ok, run
+    good = search.loc[search["sustainable"].astype(bool), "rate"]
+    assert len(good) and len(good) < len(search)  # bracketed: a carried and a failed rate
+    # Whatever the machine's speed, 4 workers at 0.5 ms carry at most 8,000 messages/s even perfectly balanced.
+    # (The closed-loop peak is no bound: on a machine whose load varies, the two may differ several-fold.)
+    assert good.max() < 4 / 0.0005
     failed = search[~search["sustainable"].astype(bool)]
     assert (failed["backlog_slope"].isna() | (failed["backlog_slope"] >= 0.01 * failed["rate"])).all()
     assert "## Sustainable throughput" in (out / "report.md").read_text()
@@ -203,10 +210,12 @@ def test_sustainable_search_brackets_the_peak(spark_cluster, tmp_path):
 @pytest.mark.spark
 def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibration(spark_cluster, tmp_path):
     """No engine study: the bench calibrates the engine itself and every row is predicted; a second bench on
-    the same cluster and code reuses the cached calibration; --engine-model takes an earlier bench's model."""
+    the same cluster and code reuses the cached calibration; --engine-model takes an earlier bench's model.
+    The point scales out while it runs (a study's live-routing factors), exactly as simulated."""
     study = tmp_path / "tiny.yaml"
     study.write_text(textwrap.dedent(MEASURED.replace("apps: [wordcount, naivebayes]", "apps: wordcount")
-                                     .replace("schemes: [kg, pkg]", "schemes: kg")))
+                                     .replace("schemes: [kg, pkg]", "schemes: consistent")
+                                     .replace("workers: 4", "workers: 3\nschedule: '1:4'")))
     cache = tmp_path / "cache"
     code, log = finished(bench(str(study), "--out", str(tmp_path / "first"), conf=spark_cluster, cache=cache))
     assert code == 0 and "calibrated the engine now" in log and "engine-calibration: wordcount sg" in log, log[-3000:]
@@ -214,6 +223,9 @@ def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibrat
     assert str(cache) in model["source"] and model["runs"] == 2  # W, S and batch fixed: without and with delay
     table = pd.read_csv(tmp_path / "first" / "results.csv")
     assert len(table) == 1 and table["predicted_throughput"].notna().all() and table["sim_exact"].all()
+    row = table.iloc[0]
+    assert row["correct"] and row["schedule"] == "1:4" and row["final_workers"] == 4 and row["migrations"] == 1
+    assert 0 < row["moved_share"] < 1 and row["change_batch"] == 1 and row["latency_peak_s"] > 0
     assert f"The predictions' engine model ([engine_model.json](engine_model.json)): calibration {cache}" in (
         tmp_path / "first" / "report.md").read_text()
 
