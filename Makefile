@@ -40,8 +40,8 @@ browser:  ## Debian's chromium + chromedriver for tests/test_html_report.py (apt
 	    echo "  browser test will be skipped: sudo apt-get install $(BROWSER_PKGS)" >&2; \
 	fi
 
-test: setup browser  ## unit + conformance + analytical tests
-	$(PY) -m pytest -q
+test: setup browser  ## unit + conformance + analytical tests (the 20 slowest listed: the suite must stay under 30 min)
+	$(PY) -m pytest -q --durations=20
 
 study: setup  ## the papers' simulations at their sizes (MESSAGES=N caps every stream), into $(OUT)
 	$(VENV)/bin/skewbench study --out $(OUT) $(if $(MESSAGES),--messages $(MESSAGES))
