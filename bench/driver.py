@@ -441,7 +441,8 @@ def _run_row(point: Point, folder: Path) -> dict:
             "worker_messages": s["worker_messages"], "worker_probes": s["worker_probes"],
             "versions": s.get("versions", 1), "final_workers": s.get("final_workers", point.workers),
             **{key: s.get(key, 0) for key in ("migrations", "migrated_keys", "migrated_bytes")},
-            **_response(folder, s), "run": folder.name}
+            "plan_median_s": float(np.median([m["plan_seconds"] for m in s["migration_list"]]))
+            if s.get("migration_list") else np.nan, **_response(folder, s), "run": folder.name}
 
 
 def _response(folder: Path, summary: dict) -> dict:

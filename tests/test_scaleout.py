@@ -1,4 +1,5 @@
-"""A live run's response to its first migration, from a timeline whose numbers are known."""
+"""A live run's response to its first migration, from a timeline whose numbers are known, and the report's
+live-routing sections (scaleout, fang-live) drawn from such tables."""
 from dataclasses import replace
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def test_a_live_points_run_carries_its_routing_changes():
 
 
 def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
-    from skewbench.analysis.sections.scaleout import scaleout_spark
+    from skewbench.analysis.sections.live import scaleout_spark
 
     rows = []
     for scheme, moved in (("kg", 0.9), ("consistent", 0.09), ("mixed", 0.01), ("gedik-readj", 0.08)):
@@ -70,3 +71,24 @@ def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
     assert "kg (hash mod W) 9.9× the ideal, consistent hashing 0.99×" in text  # 0.9 / (1/11), 0.09 / (1/11)
     assert "Mixed recovers in 6.0 s, Readj recovers in 6.0 s" in text
     assert scaleout_spark(tmp_path / "nothing") == []
+
+
+def test_the_fang_live_section_draws_each_measure_against_f_with_fangs_observations(tmp_path):
+    from skewbench.analysis.sections.live import fang_live
+
+    rows = []
+    for scheme, throughput, plan in (("mixed", 900, 0.005), ("gedik-readj", 700, 0.02), ("sg", 1000, np.nan)):
+        for f in (0, 1):
+            run = f"{scheme}-{f}"
+            (tmp_path / "runs" / run).mkdir(parents=True)
+            pd.DataFrame({"batch": range(5), "max_over_mean": [2.0, 1.5, 1.1, 1.07, 1.09]}).to_parquet(
+                tmp_path / "runs" / run / "timeline.parquet")
+            rows.append({"scheme": scheme, "workload": f"lzipf:z=0.85,keys=10000,f={f},workers=15", "run": run,
+                         "correct": True, "sim_exact": True, "throughput": throughput - 100 * f,
+                         "latency_p99": 1.0, "migrated_keys": 10 * f, "plan_median_s": plan})
+    pd.DataFrame(rows).to_csv(tmp_path / "fang-live.csv", index=False)
+    text = "\n".join(fang_live(tmp_path))
+    assert "## Fang et al.'s Figs. 12–13 on Spark" in text and (tmp_path / "fang_live.png").stat().st_size > 0
+    assert "here 0.005 s against 0.020 s per plan" in text
+    assert "sg 950, mixed 850, readj 650 messages/s" in text
+    assert "Mixed's balance per batch: 1.090" in text  # the median of batches 2-4

@@ -262,6 +262,61 @@ def fzipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: in
     return _phased("fzipf", messages, seed, intervals, z, keys, rate, swap)
 
 
+def swap_load(order: np.ndarray, rng: np.random.Generator, zipf: np.ndarray, home: np.ndarray, workers: int,
+              f: float) -> int:
+    """Fang et al.'s fluctuation (Sec. 5): swap the frequencies of keys drawn uniformly in pairs that ``home``
+    puts on different instances until the instances' loads changed by Σ_d |ΔL(d)| ≥ f · L̄; returns the swaps.
+
+    ``order`` (rank → key) changes in place; ``zipf`` holds each rank's probability.  Swaps come in batches
+    of disjoint rank pairs (so their order within a batch does not matter), cut at the first swap that
+    reaches the target."""
+    keys = len(zipf)
+    if workers <= 1:  # no two instances to swap between
+        return 0
+    target = f / workers
+    weights = np.empty_like(zipf)
+    weights[order] = zipf
+    start = np.bincount(home, weights=weights, minlength=workers)
+    loads, swaps = start.copy(), 0
+    while np.abs(loads - start).sum() < target and swaps < 100 * keys:
+        pairs = rng.choice(keys, 2 * min(1024, keys // 2), replace=False).reshape(2, -1)
+        a, b = order[pairs[0]], order[pairs[1]]
+        keep = home[a] != home[b]  # keys from different instances
+        pairs, a, b = pairs[:, keep], a[keep], b[keep]
+        delta = zipf[pairs[0]] - zipf[pairs[1]]  # a's frequency goes to b's instance
+        step = np.zeros((len(delta), workers))
+        step[np.arange(len(delta)), home[a]] -= delta
+        step[np.arange(len(delta)), home[b]] += delta
+        path = loads + np.cumsum(step, axis=0)
+        reached = np.flatnonzero(np.abs(path - start).sum(axis=1) >= target)
+        n = reached[0] + 1 if len(reached) else len(delta)
+        order[pairs[0, :n]], order[pairs[1, :n]] = b[:n], a[:n]
+        loads, swaps = path[n - 1], swaps + n
+    return swaps
+
+
+@workload("lzipf")
+def lzipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 0.85, keys: int = 10_000, f: float = 1.0,
+          workers: int = 15, intervals: int = 20, rate: float = RATE) -> Draws:
+    """Fang's fluctuating Zipf as their Sec. 5 defines f (``fzipf`` swaps a fraction of the keys instead):
+    after each of `intervals` intervals, keys that consistent hashing over `workers` instances puts apart
+    swap frequencies until the instances' loads changed by f times the mean load."""
+    from skewbench.schemes.consistent import lookup, ring
+
+    if f < 0 or workers < 1 or intervals < 1:
+        raise ValueError(f"lzipf needs f >= 0, workers >= 1 and intervals >= 1, got f={f}, workers={workers}, "
+                         f"intervals={intervals}")
+    zipf = np.diff(zipf_cdf(z, keys), prepend=0.0)
+    empty = np.empty(0, dtype=np.uint64)
+    home = lookup(fingerprints(np.arange(keys, dtype=np.int64)), empty, np.empty(0, dtype=np.int64),
+                  *ring(workers, 100, 0), 0)
+
+    def swap(order, rng):
+        swap_load(order, rng, zipf, home, workers, f)
+
+    return _phased("lzipf", messages, seed, intervals, z, keys, rate, swap)
+
+
 @workload("drift")
 def drift(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 10_000, p1: float = 0.0,
           periods: int = 4, head: int = 50, churn: float = 0.5, rate: float = RATE) -> Draws:

@@ -34,6 +34,7 @@ from skewbench.hashing import fingerprints
 from skewbench.scheme import Stats, make_scheme
 from skewbench.schemes import fang_planning as fp
 from skewbench.schemes.consistent import lookup, ring
+from skewbench.workloads.synthetic import swap_load
 
 ZIPF = "zipf:z=1.0,keys=100000"
 Z, F, THETA, BETA = 0.85, 1.0, 0.08, 1.5  # Table 2 defaults
@@ -77,31 +78,9 @@ class Fluctuation:
         return p
 
     def fluctuate(self) -> int:
-        """Swap until the load change reaches f · L̄; returns the number of swaps.
-
-        Swaps come in batches of disjoint rank pairs (so their order within a batch does not matter);
-        the batch is cut at the first swap that reaches the target.
-        """
-        keys, target = len(self.zipf), self.f / self.workers
-        if self.workers == 1:  # no two instances to swap between
-            return 0
-        start = np.bincount(self.home, weights=self.probabilities(), minlength=self.workers)
-        loads, swaps = start.copy(), 0
-        while np.abs(loads - start).sum() < target and swaps < 100 * keys:
-            pairs = self.rng.choice(keys, 2 * min(1024, keys // 2), replace=False).reshape(2, -1)
-            a, b = self.key_of_rank[pairs[0]], self.key_of_rank[pairs[1]]
-            keep = self.home[a] != self.home[b]  # keys from different instances
-            pairs, a, b = pairs[:, keep], a[keep], b[keep]
-            delta = self.zipf[pairs[0]] - self.zipf[pairs[1]]  # a's frequency goes to b's instance
-            step = np.zeros((len(delta), self.workers))
-            step[np.arange(len(delta)), self.home[a]] -= delta
-            step[np.arange(len(delta)), self.home[b]] += delta
-            path = loads + np.cumsum(step, axis=0)
-            reached = np.flatnonzero(np.abs(path - start).sum(axis=1) >= target)
-            n = reached[0] + 1 if len(reached) else len(delta)
-            self.key_of_rank[pairs[0, :n]], self.key_of_rank[pairs[1, :n]] = b[:n], a[:n]
-            loads, swaps = path[n - 1], swaps + n
-        return swaps
+        """Swap until the load change reaches f · L̄ (:func:`~skewbench.workloads.synthetic.swap_load`);
+        returns the number of swaps."""
+        return swap_load(self.key_of_rank, self.rng, self.zipf, self.home, self.workers, self.f)
 
     def snapshots(self, intervals: int, tuples: int, every: int = 1) -> list[np.ndarray]:
         """Per-interval tuple counts per key, fluctuating at the start of every ``every``-th interval

@@ -7,7 +7,8 @@ from skewbench.stream import GeneratedStream, Stream
 from skewbench.workloads import parse, registry
 
 DRAWN = ["zipf:z=1.1,keys=5000", "lognormal:preset=LN1", "lognormal:preset=LN2", "lognormal:mu=3,sigma=1.5",
-         "fzipf:keys=3000,f=0.3,intervals=9", "drift", "wp", "tw", "ct"]
+         "fzipf:keys=3000,f=0.3,intervals=9", "lzipf:keys=3000,f=1.5,workers=8,intervals=9", "drift", "wp", "tw",
+         "ct"]
 
 
 @pytest.mark.parametrize("spec", DRAWN)

@@ -80,6 +80,22 @@ def test_fluctuating_zipf_changes_frequencies_only_when_f_is_positive():
     assert len(set(_interval_top(moving, 10))) >= 5
 
 
+def test_load_fluctuating_zipf_moves_f_times_the_mean_load_between_intervals():
+    """lzipf: between two intervals the instances' loads under consistent hashing change by at least f · L̄,
+    as Fang's Sec. 5 defines f (the last swap, of two keys of any rank, may overshoot)."""
+    from skewbench.schemes.consistent import lookup, ring
+
+    changes = {}
+    for f in (0.5, 2.0):
+        stream = parse(f"lzipf:z=0.85,keys=2000,f={f},workers=10,intervals=6", messages=3_000_000, seed=1)
+        home = lookup(stream.key_fps, np.empty(0, np.uint64), np.empty(0, np.int64), *ring(10, 100, 0), 0)
+        loads = [np.bincount(home[part], minlength=10) / len(part) for part in np.array_split(stream.ids, 6)]
+        changes[f] = [np.abs(b - a).sum() for a, b in zip(loads, loads[1:])]
+        assert min(changes[f]) >= 0.9 * f / 10, (f, changes[f])  # within sampling noise (~0.003)
+    assert np.mean(changes[2.0]) > 2 * np.mean(changes[0.5])
+    assert len(set(_interval_top(parse("lzipf:f=0,intervals=5", messages=100_000, seed=1), 5))) == 1
+
+
 def test_drift_replaces_the_head_but_keeps_the_hottest_key():
     stream = parse("drift:z=1.0,keys=2000,periods=4,head=20,churn=1", messages=400_000, seed=4)
     parts = np.array_split(stream.ids, 4)
