@@ -29,7 +29,7 @@ from skewbench.analysis.repeats import Interval, interval
 
 MEASURES = Path(__file__).with_name("measures")
 COLUMNS = ("paper", "entry", "where", "paper_value", "our_value", "ratio", "runs", "verdict", "rule", "reason",
-           "result_file", "text")
+           "result_file", "text", "spark_value", "spark_verdict", "spark_reason")
 VERDICTS = ("agrees", "direction", "differs", "not distinguishable", "not measured", "not measurable")
 MEASURED = ("agrees", "direction", "differs", "not distinguishable")
 ORDERS = ("less", "least", "more", "most")  # claims that name a winner: Spark repeats must tell it apart
@@ -98,7 +98,8 @@ SCHEMA = {
         {"type": "object", "minProperties": 1, "additionalProperties": False,
          "properties": {**_PART["properties"], "measure": {"$ref": "#/$defs/measure"},
                         "all": {"type": "array", "minItems": 2, "items": _PART}, "neutral": {"type": "number"},
-                        "abs_tol": {"type": "number", "minimum": 0}, "reason": {"type": "string", "minLength": 10}},
+                        "abs_tol": {"type": "number", "minimum": 0}, "reason": {"type": "string", "minLength": 10},
+                        "spark": {"type": "object"}},
          "oneOf": [{"required": ["measure"]}, {"required": ["subject"]}, {"required": ["series"]},
                    {"required": ["all"]}]}]},
 }
@@ -124,6 +125,12 @@ def recipes(directory: Path = MEASURES) -> dict[tuple[str, str], dict]:
             if (paper, entry_id) not in known:
                 raise RecipeError(f"{path.name}: {entry_id}: no such entry of {paper} in published.yaml")
             _check_fits(path.name, entry_id, recipe, known[paper, entry_id])
+            if "spark" in recipe:  # the same entry measured again on the cluster's live studies: a recipe too
+                try:
+                    jsonschema.validate({entry_id: recipe["spark"]}, SCHEMA)
+                except jsonschema.ValidationError as exc:
+                    raise RecipeError(f"{path.name}: {entry_id}.spark: {exc.message[:300]}") from None
+                _check_fits(path.name, f"{entry_id}.spark", recipe["spark"], known[paper, entry_id])
             found[paper, entry_id] = recipe
     return found
 
@@ -347,7 +354,18 @@ def trend_holds(direction: str, points: pd.Series, tolerance: float) -> bool:
 
 
 def evaluate(entry: dict, recipe: dict | None, results: Results) -> dict:
-    """One row of the table."""
+    """One row of the table: the entry by its recipe and, where the recipe has a ``spark`` one that this folder
+    can read, by that too (``spark_value``, ``spark_verdict``, ``spark_reason``: the cluster's live studies)."""
+    row = _evaluated(entry, recipe, results)
+    spark = (recipe or {}).get("spark")
+    again = _evaluated(entry, spark, results) if spark else None
+    if again is None or again["verdict"] == "not measured":
+        return {**row, "spark_value": None, "spark_verdict": "", "spark_reason": ""}
+    return {**row, "spark_value": again["our_value"], "spark_verdict": again["verdict"],
+            "spark_reason": again["reason"]}
+
+
+def _evaluated(entry: dict, recipe: dict | None, results: Results) -> dict:
     row = {"paper": entry["paper"], "entry": entry["id"], "where": entry["where"],
            "paper_value": entry["value"] if entry["value"] is not None else _number(entry["than"]),
            "our_value": None, "ratio": None, "runs": None, "verdict": "not measured", "rule": "", "reason": "",
@@ -494,13 +512,18 @@ def write_fidelity(folder: Path) -> Path:
 
 
 def summary(table: pd.DataFrame) -> str:
-    """One line: measured share of the measurable, and agreeing share of the measured."""
+    """One line: measured share of the measurable, and agreeing share of the measured (and of the entries
+    measured again on the cluster's live studies)."""
     all_ = totals(table).loc["all"]
     measured, measurable = int(all_["measured"]), int(all_["measurable"])
     good, blurred = int(all_["agrees"] + all_["direction"]), int(all_["not distinguishable"])
+    again = table["spark_verdict"].astype("string").fillna("") if "spark_verdict" in table else pd.Series(dtype=str)
+    spark = int(again.isin(MEASURED).sum())
     return (f"{measured} of {measurable} measurable entries measured ({measured / max(measurable, 1):.0%}); "
             f"{good} of them agree or agree in direction ({good / max(measured, 1):.0%})"
-            + (f", {blurred} not distinguishable over the seeds" if blurred else ""))
+            + (f", {blurred} not distinguishable over the seeds" if blurred else "")
+            + (f"; {spark} also measured on the cluster's live studies (`spark_verdict`), "
+               f"{int(again.isin(('agrees', 'direction')).sum())} of them agreeing" if spark else ""))
 
 
 def main(argv: list[str] | None = None) -> int:

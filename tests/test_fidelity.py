@@ -321,3 +321,42 @@ def test_tables_are_found_at_any_depth_but_never_in_runs_previous_or_a_link_back
     (folder / "linked").symlink_to(tmp_path / "kept")
     (tmp_path / "kept").mkdir()
     assert fidelity.results_folders(folder) == [folder, folder / "linked", folder / "study", folder / "study/tw-full"]
+
+
+def test_an_entry_is_measured_again_on_the_cluster_where_its_recipe_says_how(tmp_path):
+    """A recipe's `spark:` measures the same entry on the cluster's live studies: its value, verdict and reason
+    beside the main ones, blank where the folder has not the table; the summary counts them apart."""
+    folder = results(tmp_path)
+    measures = recipe_dir(tmp_path, """
+        claims.local_vs_global:
+          spark:
+            subject: {table: scaleout, rows: {scheme: kg}, column: moved_share}
+            than: {number: 0.05}
+            reason: "the fixture's kg moves a tenth of the keys"
+          subject: {table: pkg_table2_wp, rows: {scheme: kg}, column: final_imbalance}
+          than: {number: 10}
+        hashing_worst:
+          spark:
+            subject: {table: no_such_study, column: x}
+            than: {number: 1}
+          subject: {table: pkg_table2_wp, rows: {scheme: kg, workers: 10}, column: final_imbalance}
+          than: [{table: pkg_table2_wp, rows: {scheme: pkg, workers: 10}, column: final_imbalance}]
+        """)
+    pd.DataFrame({"scheme": ["kg", "consistent"], "moved_share": [0.1, 0.09]}).to_csv(folder / "scaleout.csv",
+                                                                                    index=False)
+    table = fidelity.fidelity(folder, measures)
+    rows = table.set_index("entry")
+    claim = rows.loc["claims.local_vs_global"]
+    assert claim.our_value > 10 and claim.spark_value == 0.1 and claim.spark_verdict == "differs"
+    assert claim.spark_reason == "the fixture's kg moves a tenth of the keys"
+    assert rows.loc["hashing_worst"].spark_verdict == "" and pd.isna(rows.loc["hashing_worst"].spark_value)
+    assert "; 1 also measured on the cluster's live studies (`spark_verdict`), 0 of them agreeing" in (
+        fidelity.summary(table))
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(RecipeError, match=r"pkg.yaml: hashing_worst.spark: a claim \(most\) needs `subject`"):
+        recipes.__wrapped__(recipe_dir(tmp_path / "bad", """
+            hashing_worst:
+              spark: {measure: {number: 1}}
+              subject: {table: pkg_table2_wp, rows: {scheme: kg, workers: 10}, column: final_imbalance}
+              than: [{table: pkg_table2_wp, rows: {scheme: pkg, workers: 10}, column: final_imbalance}]
+            """))
