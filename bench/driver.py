@@ -339,11 +339,12 @@ def _complete(out: Path, point: Point) -> bool:
 def _label(point: Point) -> str:
     rate = f", offered {point.rate:,.0f}/s" if point.rate else ""
     levers = f", levers {point.levers}" if point.levers != canonical(LEVERS_DEFAULT) else ""
-    live = "".join([f", rebalance every {point.rebalance_every}" if point.rebalance_every else "",
+    more = "".join([f", {point.params}" if point.params else "",
+                    f", rebalance every {point.rebalance_every}" if point.rebalance_every else "",
                     f", schedule {point.schedule}" if point.schedule else "",
                     f", {point.migration} migration" if point.live and point.migration != "all-at-once" else ""])
     return (f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} delay {point.delay_ms} ms "
-            f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}{live}")
+            f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}{more}")
 
 
 def config_of(point: Point, folder: Path):
@@ -354,7 +355,7 @@ def config_of(point: Point, folder: Path):
                   batch_rows=point.batch_rows, seed=point.seed, split=point.split,
                   aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder),
                   rebalance_every=point.rebalance_every, schedule=point.schedule, migration=point.migration,
-                  fluid_keys=point.fluid_keys)
+                  fluid_keys=point.fluid_keys, params=point.params)
 
 
 WARM_UP_BATCHES = 40  # 5 left the next runs' engine cost per batch 0.4-0.5 s above the rest's (JIT, at W = 10)

@@ -68,7 +68,7 @@ def simulate_point(point: Point) -> Work:
     if point.live is not None:
         return _live_work(point, app, stream)
     source = source_of_each_message(stream, point.sources, point.split)
-    routers = prepare(point.scheme, point.workers, point.sources, stream, point.seed)
+    routers = prepare(point.scheme, point.workers, point.sources, stream, point.seed, point.params)
     fps, clock = stream.fps, stream.clock
     batches = -(-stream.messages // point.batch_rows)
     store = np.zeros((batches, point.workers), dtype=np.int64)
@@ -89,11 +89,12 @@ def simulate_point(point: Point) -> Work:
 def _live_work(point: Point, app, stream) -> Work:
     """:func:`simulate_point` for live routing: the simulator routes with the versions the pipeline's
     controller publishes (:mod:`skewbench.migration`), and each batch fans out with the version in force."""
+    from skewbench.scheme import parse_params
     from skewbench.simulator import simulate
 
     live = point.live
     result = simulate(stream, point.scheme, point.workers, point.sources, split=point.split, seed=point.seed,
-                      live=live)
+                      params=parse_params(point.params), live=live)
     batches, width = live.batches(stream.messages), live.widest(point.workers)
     store, probe = np.zeros((batches, width), dtype=np.int64), np.zeros((batches, width), dtype=np.int64)
     workers = np.empty(batches, dtype=np.int64)

@@ -21,6 +21,7 @@ count's T), ``split`` (``shuffle`` | ``key``), ``levers`` (the engine's levers o
 (an adaptive scheme plans every K micro-batches), ``schedule`` (``"BATCH:W,..."``: W changes while the stream
 runs; ``""`` never), ``migration`` (``all-at-once`` | ``fluid``) and ``fluid_keys``
 (:mod:`skewbench.migration`; the last two mean nothing, and are dropped, where routing never changes),
+``params`` (the scheme's parameters, ``"theta=0.02,table_max=3000"``, for each scheme of its block),
 ``batch_rows`` / ``batch_rows_per_worker``. ``design: cross`` runs every combination; ``design: around`` runs
 the *centre* (the first value of every factor) and, for each factor, its other values with every other factor
 at the centre (Montgomery's one-factor-at-a-time). ``cross_with: [schemes]`` crosses the named factors with
@@ -59,7 +60,7 @@ from skewbench.bench.comparisons import COMPARISONS
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, canonical, parse as parse_levers
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
-           "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "batch_rows",
+           "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "params", "batch_rows",
            "batch_rows_per_worker")
 MAX_WORKERS = 1000
 PROFILES = ("quick", "default", "full")
@@ -88,6 +89,7 @@ _FACTOR_ITEMS = {
     "schedule": {"type": "string"},
     "migration": {"enum": ["all-at-once", "fluid"]},
     "fluid_keys": {"type": "integer", "minimum": 0},
+    "params": {"type": "string"},
     "batch_rows": _COUNT,
     "batch_rows_per_worker": _COUNT,
 }
@@ -127,12 +129,15 @@ SCHEMA = {
 }
 DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0], "aggregation_period": [0],
             "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "rebalance_every": [0], "schedule": [""],
-            "migration": ["all-at-once"], "fluid_keys": [0], "repeats": 1, "design": "cross", "batches": 5}
-#: Live routing's factors (:mod:`skewbench.migration`) at their static values: a point with these keeps the
-#: name it had before live routing existed.
+            "migration": ["all-at-once"], "fluid_keys": [0], "params": [""], "repeats": 1, "design": "cross",
+            "batches": 5}
+#: Live routing's factors (:mod:`skewbench.migration`) at their static values.
 STATIC = {"rebalance_every": 0, "schedule": "", "migration": "all-at-once", "fluid_keys": 0}
 #: The lever set of a study saved before levers existed (a kept bench's plan.json): Spark as configured.
 LEVERS_BEFORE = "none"
+#: Fields a point gained after runs were first named, at the values that mean "as before": there they stay
+#: out of the name's digest, so a run made earlier keeps its name.
+LATER_FIELDS = {"levers": LEVERS_BEFORE, **STATIC, "params": ""}
 
 
 class StudyError(ValueError):
@@ -161,16 +166,15 @@ class Point:
     schedule: str = ""  # "BATCH:W,...": W changes at these micro-batches
     migration: str = "all-at-once"  # or "fluid"
     fluid_keys: int = 0  # fluid: the most keys moving out of or into one worker per batch
+    params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
 
     @property
     def name(self) -> str:
         """The run's folder name: readable, and unique through a digest of every field (``levers`` only when
-        on and live routing's fields only when set, so that runs made before either existed keep their names)."""
+        on, live routing's fields and the scheme's parameters only when set: :data:`LATER_FIELDS`)."""
         fields = asdict(self)
-        if self.levers == LEVERS_BEFORE:
-            del fields["levers"]
-        for key, static in STATIC.items():
-            if fields[key] == static:
+        for key, before in LATER_FIELDS.items():
+            if fields[key] == before:
                 del fields[key]
         digest = hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
         return (f"{self.study}-{self.app}-{self.scheme}-W{self.workers}-S{self.sources}-d{self.delay_ms:g}"
@@ -226,7 +230,8 @@ class Study:
                      workload=c["workloads"] or make_app(c["apps"]).default_workload, messages=messages,
                      batch_rows=min(rows, messages), rate=float(rate if rate is not None else c["rate"]),
                      aggregation_period=c["aggregation_period"], split=c["split"], seed=seed,
-                     levers=canonical(c.get("levers", LEVERS_BEFORE)), **_live_factors(c))
+                     levers=canonical(c.get("levers", LEVERS_BEFORE)), params=c.get("params", ""),
+                     **_live_factors(c))
 
 
 def _live_factors(c: dict) -> dict:
@@ -305,7 +310,7 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
     import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.bench.apps import APPS, make_app
     from skewbench.bench.spark.routing import check_supported
-    from skewbench.scheme import REGISTRY, make_scheme
+    from skewbench.scheme import REGISTRY, make_scheme, parse_params
     from skewbench.workloads import WorkloadError, parse
 
     for app in spec["apps"]:
@@ -318,6 +323,12 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
             check_supported(make_scheme(scheme, 2))
         except ValueError as exc:
             raise _fail(path, prefix + "schemes", str(exc)) from None
+    for params in spec["params"]:  # a block's parameters are for each of its schemes
+        for scheme in spec["schemes"]:
+            try:
+                make_scheme(scheme, 2, **parse_params(params))
+            except (TypeError, ValueError) as exc:
+                raise _fail(path, prefix + "params", f"scheme {scheme!r}: {exc}") from None
     for levers in spec["levers"]:
         try:
             parse_levers(levers)
@@ -337,7 +348,7 @@ def _check_live(study: Study) -> None:
     """Live routing's factors, point by point in every profile: what ``skewbench run`` would refuse."""
     from skewbench.bench.driver import config_of
     from skewbench.bench.spark.run import check_live
-    from skewbench.scheme import make_scheme
+    from skewbench.scheme import make_scheme, parse_params
 
     offered = 1.0 if "offered_rate" in study.spec else None  # a calibrated rate: open loop, > 0
     for profile in ("default", "quick", "full"):
@@ -345,7 +356,8 @@ def _check_live(study: Study) -> None:
             if all(getattr(point, k) == static for k, static in STATIC.items()):
                 continue
             try:
-                check_live(config_of(point, Path()), make_scheme(point.scheme, point.workers, seed=point.seed))
+                check_live(config_of(point, Path()), make_scheme(point.scheme, point.workers, seed=point.seed,
+                                                                 **parse_params(point.params)))
             except ValueError as exc:
                 key = "rebalance_every" if point.rebalance_every else "schedule"
                 where = f"{profile} profile, " if profile != "default" else ""

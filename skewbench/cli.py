@@ -27,23 +27,16 @@ def _int_list(text: str, what: str, minimum: int = 1) -> list[int]:
     return values
 
 
-def _value(text: str):
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def _scheme_params(items: list[str]) -> dict[str, dict]:
+    from skewbench.scheme import param_value
+
     params: dict[str, dict] = {}
     for item in items:
         scheme, dot, rest = item.partition(".")
         key, eq, value = rest.partition("=")
         if not (dot and eq and key):
             raise UsageError(f"--param takes SCHEME.NAME=VALUE (e.g. dchoices.theta=0.01), got {item!r}")
-        params.setdefault(scheme, {})[key] = _value(value)
+        params.setdefault(scheme, {})[key] = param_value(value)
     return params
 
 
@@ -119,7 +112,7 @@ def cmd_speed(args) -> int:
 
 RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "rate", "batch_rows",
                "master", "seed", "split", "delay_mode", "aggregation_period", "levers", "out", "rebalance_every",
-               "schedule", "migration", "fluid_keys")
+               "schedule", "migration", "fluid_keys", "params")
 
 
 def _in_cluster_python(command: str, argv: list[str]) -> None:
@@ -293,8 +286,26 @@ def cmd_schemes(args) -> int:
 
     for name, cls in sorted(REGISTRY.items()):
         summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # first paragraph
-        print(f"{name:14} {summary}")
+        params = ",".join(f"{k}={v}" for k, v in _keywords(cls).items())
+        print(f"{name:14} {summary}" + (f"\n{'':14} parameters: {params}" if params else ""))
     return 0
+
+
+def _keywords(cls) -> dict:
+    """A scheme's parameters with their defaults: its constructor's keywords beyond W and the seed (those a
+    subclass passes on with ``**params`` from its parents')."""
+    import inspect
+
+    found = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        signature = inspect.signature(klass.__init__).parameters.values()
+        found |= {p.name: p.default for p in signature if p.default is not inspect.Parameter.empty
+                  and p.name not in ("seed", *found)}
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature):
+            break
+    return found
 
 
 def cmd_workloads(args) -> int:
@@ -339,6 +350,8 @@ def add_run_options(run) -> None:
                      help="how a plan's keys move: in one micro-batch, or a few per worker and batch (--fluid-keys)")
     run.add_argument("--fluid-keys", type=int, default=0, metavar="N",
                      help="fluid migration: the most keys moving out of or into one worker per micro-batch")
+    run.add_argument("--params", default="", metavar="NAME=VALUE,...",
+                     help="the scheme's parameters, e.g. theta=0.02,table_max=3000 (`skewbench schemes` lists them)")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
 
 

@@ -209,6 +209,27 @@ def choice_pairs(choices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(np.arange(n, dtype=np.int64), d), np.sort(choices, axis=1).ravel()
 
 
+def parse_params(text: str) -> dict:
+    """A scheme's parameters written ``"theta=0.02,table_max=3000"`` (as study files and ``--param`` give them):
+    ints and floats as numbers, the rest as strings; ``""`` is none.  ``ValueError`` otherwise."""
+    params = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, eq, value = item.partition("=")
+        if not (eq and key.strip()):
+            raise ValueError(f"scheme parameters are NAME=VALUE pairs like theta=0.02,table_max=3000, got {text!r}")
+        params[key.strip()] = param_value(value.strip())
+    return params
+
+
+def param_value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
 def make_scheme(name: str, workers: int, seed: int = 0, **params) -> Scheme:
     """Instantiate a registered scheme by name, with a clear error for unknown names."""
     import skewbench.schemes  # noqa: F401  (registers every scheme)

@@ -102,3 +102,14 @@ def test_live_work_equals_the_in_process_pipeline_with_each_batchs_width(app, sc
     assert work.workers.tolist() == [v.workers for v in in_force]
     assert Work.from_json(work.to_json()).workers.tolist() == work.workers.tolist()
     assert predict(p, work, EngineModel(0.5, {"workers": 0.05}, {app: 1e-6}, runs=1))["throughput"] > 0
+
+
+def test_a_schemes_parameters_route_as_in_process():
+    p = point("selfjoin", "consistent", params="vnodes=3", workload="ticks:symbols=300")
+    work = simulate_point(p)
+    stream = make_app("selfjoin").prepare(parse(p.workload, messages=p.messages, seed=p.seed))
+    proto = prepare("consistent", p.workers, p.sources, stream, p.seed, "vnodes=3")[0]
+    local = run_in_process(make_app("selfjoin"), stream, proto, p.workers, p.sources, p.batch_rows, seed=p.seed)
+    assert work.store.sum(0).tolist() == local.stores.tolist()
+    assert work.store.sum(0).tolist() != simulate_point(point("selfjoin", "consistent",
+                                                              workload="ticks:symbols=300")).store.sum(0).tolist()

@@ -92,3 +92,15 @@ def test_the_fang_live_section_draws_each_measure_against_f_with_fangs_observati
     assert "here 0.005 s against 0.020 s per plan" in text
     assert "sg 950, mixed 850, readj 650 messages/s" in text
     assert "Mixed's balance per batch: 1.090" in text  # the median of batches 2-4
+
+
+def test_live_routing_plans_with_the_schemes_parameters(tmp_path):
+    from skewbench.bench.apps import make_app
+    from skewbench.bench.spark.run import Config, publisher
+    from skewbench.workloads import parse
+
+    config = Config(app="wordcount", scheme="mixed", workers=4, sources=2, delay_ms=0, messages=4000, batch_rows=500,
+                    rebalance_every=2, params="theta=0.3,table_max=7", out=str(tmp_path / "run"))
+    stream = make_app("wordcount").prepare(parse("zipf:z=1.2,keys=400", messages=4000, seed=0))
+    router = publisher(config, stream, tmp_path / "run").controller.current.router
+    assert (router.theta, router.table_max) == (0.3, 7)

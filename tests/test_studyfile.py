@@ -171,6 +171,10 @@ BAD = {
                                   "study.yaml: rebalance_every: wordcount kg: scheme 'kg' cannot rebalance"),
     "negative interval": (TINY + "rebalance_every: -1\n", "study.yaml: rebalance_every: -1 is less than the minimum"),
     "migration": (TINY + "migration: lazy\n", "study.yaml: migration: 'lazy' is not one of"),
+    "scheme parameter": (TINY.replace("[kg, pkg]", "consistent") + "params: ['vnodes=3', 'points=3']\n",
+                         "study.yaml: params: scheme 'consistent': "),
+    "parameter syntax": (TINY.replace("[kg, pkg]", "consistent") + "params: vnodes\n",
+                         "study.yaml: params: scheme 'consistent': scheme parameters are NAME=VALUE pairs"),
     "live key-splitting": (TINY + "quick: {schedule: '2:5'}\n", "study.yaml: schedule: quick profile, wordcount pkg:"),
     "not a mapping": ("- tiny\n", "study.yaml: a study file is a mapping"),
 }

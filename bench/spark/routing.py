@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import Copies
-from skewbench.scheme import Scheme, make_scheme
+from skewbench.scheme import Scheme, make_scheme, parse_params
 from skewbench.sources import prepare_scheme, source_of_each_message, source_routers
 
 
@@ -59,10 +59,13 @@ def check_supported(proto: Scheme) -> None:
                                  f"(per-source estimates) instead")
 
 
-def prepare(name: str, workers: int, sources: int, stream, seed: int = 0) -> list[Scheme]:
-    """The initial router of every source (raises :class:`SchemeNotSupported` or ``ValueError``)."""
-    check_supported(make_scheme(name, workers, seed=seed))
-    proto = prepare_scheme(name, workers, stream, seed=seed, plan_prefix=warmup_messages(stream.messages))
+def prepare(name: str, workers: int, sources: int, stream, seed: int = 0, params: str = "") -> list[Scheme]:
+    """The initial router of every source (raises :class:`SchemeNotSupported` or ``ValueError``); ``params``:
+    the scheme's parameters as :func:`~skewbench.scheme.parse_params` reads them."""
+    given = parse_params(params)
+    check_supported(make_scheme(name, workers, seed=seed, **given))
+    proto = prepare_scheme(name, workers, stream, seed=seed, plan_prefix=warmup_messages(stream.messages),
+                           params=given)
     return source_routers(proto, sources, distributed=True)
 
 
@@ -80,7 +83,7 @@ _LIVE: dict[tuple, tuple[int, Scheme]] = {}  # (run, source) -> (offset, the rou
 def router_at(run: tuple, source: int, offset: int, stream, folder: str = "") -> Scheme:
     """Source ``source``'s router as it is after routing its messages with ``seq < offset``.
 
-    ``run = (scheme, workers, sources, seed, workload, messages, split)`` names the run.  Routers are
+    ``run = (scheme, workers, sources, seed, workload, messages, split, params)`` names the run.  Routers are
     kept across micro-batches (:func:`keep`).  A router found at an earlier offset first routes the
     messages it missed; none found (or only later ones: a replay) means starting again from the
     initial router.  Routing is a deterministic function of the stream, so every process reaches
@@ -95,8 +98,8 @@ def router_at(run: tuple, source: int, offset: int, stream, folder: str = "") ->
             position, router = found
     if router is None:
         if run not in _INITIAL:
-            name, workers, sources, seed = run[:4]
-            _INITIAL[run] = tuple(pickle.dumps(r) for r in prepare(name, workers, sources, stream, seed))
+            name, workers, sources, seed, *_, params = run
+            _INITIAL[run] = tuple(pickle.dumps(r) for r in prepare(name, workers, sources, stream, seed, params))
         router = pickle.loads(_INITIAL[run][source])
     if router.stateless:
         return router

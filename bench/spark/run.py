@@ -83,6 +83,7 @@ class Config:
     schedule: str = ""  # "BATCH:W,...": W changes at these micro-batches
     migration: str = "all-at-once"  # or "fluid"
     fluid_keys: int = 0  # fluid: the most keys moving out of or into one worker per batch
+    params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
 
     def live(self):
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
@@ -159,7 +160,7 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     from skewbench.bench.apps import make_app
     from skewbench.bench.spark.delay import MODES
     from skewbench.bench.spark.routing import check_supported
-    from skewbench.scheme import make_scheme
+    from skewbench.scheme import make_scheme, parse_params
     from skewbench.workloads import parse
 
     params = {"period": config.aggregation_period} if config.aggregation_period else {}
@@ -189,7 +190,12 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     except engine.LeverError as exc:
         raise RunError(f"--levers: {exc}") from None
     try:
-        proto = make_scheme(config.scheme, config.workers, seed=config.seed)
+        proto = make_scheme(config.scheme, config.workers, seed=config.seed, **parse_params(config.params))
+    except TypeError as exc:  # a parameter the scheme does not take
+        raise RunError(f"--params: scheme {config.scheme!r}: {exc}") from None
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    try:
         check_supported(proto)
         check_live(config, proto)
     except ValueError as exc:
@@ -316,7 +322,7 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
               .option("app", config.app).option("scheme", config.scheme).option("workers", width)
               .option("closers", closers).option("routers", str(routers_folder(folder))).option("versions", versions)
-              .option("stream_file", stream_file).load())
+              .option("params", config.params).option("stream_file", stream_file).load())
     # Computing wg in Spark is also the projection that turns the source's Arrow-backed bundles into
     # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
@@ -428,13 +434,15 @@ def publisher(config: Config, stream, folder: Path):
     if live is None:
         return None
     from skewbench.bench.spark.live import Publisher, folder_of
-    from skewbench.scheme import make_scheme
+    from skewbench.scheme import make_scheme, parse_params
     from skewbench.sources import prepare_scheme
 
-    def prepared(workers: int):
-        return prepare_scheme(config.scheme, workers, stream, seed=config.seed)
+    params = parse_params(config.params)
 
-    first = make_scheme(config.scheme, config.workers, seed=config.seed)  # an adaptive scheme starts from its hash
+    def prepared(workers: int):
+        return prepare_scheme(config.scheme, workers, stream, seed=config.seed, params=params)
+
+    first = make_scheme(config.scheme, config.workers, seed=config.seed, **params)  # adaptive: from its hash
     controller = live.controller(first if first.adaptive else prepared(config.workers), stream.messages, prepared)
     return Publisher(folder_of(folder / "checkpoint"), controller, stream)
 

@@ -124,7 +124,9 @@ class Options:
         self.stream_file = options.get("stream_file", "")
         self.routers = options.get("routers", "")  # the folder where every executor keeps the routers
         self.versions = options.get("versions", "")  # live routing: the folder of the routing versions
-        self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split)
+        self.params = options.get("params", "")  # the scheme's parameters ("theta=0.02,...")
+        self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split,
+                    self.params)
 
     def stream(self):
         return self.app.prepare(stream_of(self.workload, self.messages, self.seed, self.stream_file))

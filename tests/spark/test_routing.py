@@ -19,7 +19,7 @@ def test_routes_equal_the_simulator_across_processes_and_replays(scheme, split, 
     monkeypatch.setattr(routing, "SAVED_DIR", tmp_path if saved else None)
     stream = parse("zipf:z=1.1,keys=300", messages=6000, seed=3)
     source_of = source_of_each_message(stream, S, split)
-    run = (scheme, W, S, 3, "test", stream.messages, split)
+    run = (scheme, W, S, 3, "test", stream.messages, split, "")
     routing._LIVE.clear()
     routing._INITIAL.clear()
     routes = np.full(stream.messages, -1)
@@ -49,7 +49,7 @@ def test_a_router_saved_by_another_process_goes_on_where_it_stopped(where, tmp_p
     monkeypatch.setattr(routing, "SAVED_DIR", tmp_path if where == "executor" else None)
     folder = str(tmp_path) if where == "run" else ""
     stream = parse("zipf:z=1.1,keys=300", messages=3000, seed=3)
-    run = ("pkg", W, 1, 3, "test", stream.messages, "shuffle")
+    run = ("pkg", W, 1, 3, "test", stream.messages, "shuffle", "")
     routing._LIVE.clear()
     routing._INITIAL.clear()
     router = routing.router_at(run, 0, 0, stream, folder)
@@ -67,7 +67,7 @@ def test_a_router_saved_by_another_process_goes_on_where_it_stopped(where, tmp_p
 
 def test_a_stateless_router_is_saved_once_and_never_routes_again(tmp_path, monkeypatch):
     stream = parse("zipf:z=1.1,keys=300", messages=3000, seed=3)
-    run = ("off-greedy", W, 1, 3, "test", stream.messages, "shuffle")
+    run = ("off-greedy", W, 1, 3, "test", stream.messages, "shuffle", "")
     routing._LIVE.clear()
     routing._INITIAL.clear()
     router = routing.router_at(run, 0, 0, stream, str(tmp_path))

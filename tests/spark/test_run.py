@@ -52,6 +52,7 @@ CASES = ([(app, scheme, "shuffle") for app in ("wordcount", "selfjoin", "naiveba
          + [("wordcount", scheme, "key") for scheme in ("kg", "sg", "pkg")])
 APP_WORKLOADS = {"wordcount": WORKLOAD, "selfjoin": "ticks:symbols=200", "naivebayes": "docs:classes=4"}
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
+PARAMS = "vnodes=3"  # consistent hashing with 3 points per worker instead of 1,000: other workers
 
 
 def config(scheme, split, out, app="wordcount"):
@@ -68,11 +69,13 @@ def runs(spark_cluster, tmp_path_factory):
     for app, scheme, split in CASES:
         files.append(folder / f"{app}-{scheme}-{split}.json")
         files[-1].write_text(json.dumps(config(scheme, split, folder / f"{app}-{scheme}-{split}", app)))
+    files.append(folder / "params.json")  # a scheme's parameters reach the executors' routers
+    files[-1].write_text(json.dumps(config("consistent", "shuffle", folder / "params") | {"params": PARAMS}))
     done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.bench.spark.run", *map(str, files)],
                           capture_output=True, text=True, timeout=2400, cwd=ROOT,
                           env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    return {case: folder / "-".join(case) for case in CASES}
+    return {case: folder / "-".join(case) for case in CASES} | {"params": folder / "params"}
 
 
 def check_run(out: Path, scheme: str, split: str, app: str = "wordcount"):
@@ -116,6 +119,21 @@ def test_run_matches_simulator_and_reference(runs, app, scheme, split):
     check_run(runs[app, scheme, split], scheme, split, app)
     levers = json.loads((runs[app, scheme, split] / "summary.json").read_text())["levers"]
     assert levers == ("none" if split == "key" else "all")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_schemes_parameters_route_as_the_simulator_says(runs):
+    from skewbench.bench.prediction import simulate_point
+    from skewbench.bench.studyfile import Point
+
+    summary = json.loads((runs["params"] / "summary.json").read_text())
+    point = Point(study="t", app="wordcount", scheme="consistent", workers=W, sources=S, delay_ms=0.05,
+                  workload=WORKLOAD, messages=MESSAGES, batch_rows=MESSAGES // 2, rate=0.0, aggregation_period=0,
+                  split="shuffle", seed=0, params=PARAMS)
+    assert summary["correct"] and summary["worker_messages"] == simulate_point(point).store.sum(0).tolist()
+    default = json.loads((runs["wordcount", "consistent", "shuffle"] / "summary.json").read_text())
+    assert summary["worker_messages"] != default["worker_messages"]
 
 
 @pytest.mark.spark
