@@ -104,3 +104,18 @@ def test_live_routing_plans_with_the_schemes_parameters(tmp_path):
     stream = make_app("wordcount").prepare(parse("zipf:z=1.2,keys=400", messages=4000, seed=0))
     router = publisher(config, stream, tmp_path / "run").controller.current.router
     assert (router.theta, router.table_max) == (0.3, 7)
+
+
+def test_the_fang_theta_section_puts_mixed_and_readj_on_one_theta_axis(tmp_path):
+    from skewbench.analysis.sections.live import _theta, fang_theta
+
+    assert [_theta(p, 10) for p in ("theta=0.02", "alpha=1.0897", "alpha=1.3687")] == [0.02, 0.08, 0.32]
+    rows = [{"app": app, "scheme": scheme, "params": params, "workers": 10, "throughput": 1000 - 100 * i,
+             "latency_p50": 1.0, "migrated_keys": 5, "plan_median_s": 0.01, "correct": True, "sim_exact": True}
+            for app in ("wordcount", "selfjoin")
+            for i, (scheme, params) in enumerate([("pkg", ""), ("mixed", "theta=0.02"), ("mixed", "theta=0.32"),
+                                                  ("gedik-readj", "alpha=1.0223")])]
+    pd.DataFrame(rows).to_csv(tmp_path / "fang-theta.csv", index=False)
+    text = "\n".join(fang_theta(tmp_path))
+    assert "## Fang et al.'s Fig. 14 on Spark" in text and (tmp_path / "fang_theta.png").stat().st_size > 0
+    assert "| wordcount | mixed | 0.32 | 800 |" in text and "| selfjoin | pkg | nan | 1,000 |" in text
