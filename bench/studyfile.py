@@ -350,7 +350,12 @@ def _check_live(study: Study) -> None:
     from skewbench.bench.spark.run import check_live
     from skewbench.scheme import make_scheme, parse_params
 
-    offered = 1.0 if "offered_rate" in study.spec else None  # a calibrated rate: open loop, > 0
+    spec = study.spec
+    blocks = [spec, *spec.get("include", []), *(spec.get(p, {}) for p in ("quick", "full")),
+              *(entry for p in ("quick", "full") for entry in spec.get(p, {}).get("include", []))]
+    if all(_as_list(block.get(k, static)) == [static] for block in blocks for k, static in STATIC.items()):
+        return  # routing never changes in this study
+    offered = 1.0 if "offered_rate" in spec else None  # a calibrated rate: open loop, > 0
     for profile in ("default", "quick", "full"):
         for point in study.points(profile, rate=offered):
             if all(getattr(point, k) == static for k, static in STATIC.items()):
