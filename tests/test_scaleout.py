@@ -119,3 +119,14 @@ def test_the_fang_theta_section_puts_mixed_and_readj_on_one_theta_axis(tmp_path)
     text = "\n".join(fang_theta(tmp_path))
     assert "## Fang et al.'s Fig. 14 on Spark" in text and (tmp_path / "fang_theta.png").stat().st_size > 0
     assert "| wordcount | mixed | 0.32 | 800 |" in text and "| selfjoin | pkg | nan | 1,000 |" in text
+
+
+def test_the_folders_executors_read_are_absolute_for_a_relative_out(tmp_path, monkeypatch):
+    """`make bench OUT=results/x` gives a relative folder; the executors, in their own working directories,
+    must still find the routing versions and the routers (a live bench failed on version-000000.pickle)."""
+    from skewbench.bench.spark.live import folder_of
+    from skewbench.bench.spark.run import routers_folder
+
+    monkeypatch.chdir(tmp_path)
+    for path in (folder_of(Path("results/x/checkpoint")), routers_folder(Path("results/x"))):
+        assert path.is_absolute() and path.is_dir() and path.is_relative_to(tmp_path)

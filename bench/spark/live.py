@@ -34,7 +34,8 @@ CONTROL = -1
 
 
 def folder_of(checkpoint: Path) -> Path:
-    path = checkpoint / "routing"
+    """The run's routing folder, absolute: the executors read it from their own working directories."""
+    path = (checkpoint / "routing").absolute()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

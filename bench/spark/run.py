@@ -343,7 +343,7 @@ def registered(spark, source) -> None:
 def routers_folder(folder: Path) -> Path:
     """Where the sources keep their routers between batches, seen by every executor (Spark's state
     needs the checkpoint folder shared); removed when the run ends."""
-    path = folder / "checkpoint" / "routers"
+    path = (folder / "checkpoint" / "routers").absolute()  # executors run in folders of their own
     path.mkdir(parents=True, exist_ok=True)
     return path
 
