@@ -267,7 +267,7 @@ def parse_schedule(text: str, at: str = "BATCH") -> dict[int, int]:
     if not schedule:
         raise ValueError(f"the schedule is empty: give {at}:W pairs like {example}")
     if min(schedule.values()) < 1:
-        raise ValueError(f"every W in a schedule must be >= 1, got {text!r}")
+        raise ValueError(f"W must be >= 1 in a schedule, got {text!r}")
     return schedule
 
 

@@ -166,7 +166,7 @@ BAD = {
     "full include workload": (TINY + "full: {include: [{workloads: 'zipf:z=x'}]}\n", "study.yaml: full.include[0].workloads:"),
     "not yaml": ("name: [tiny\n", "study.yaml: not valid YAML"),
     "schedule": (TINY + "schedule: '3:x'\n", "study.yaml: schedule: wordcount kg: a schedule is BATCH:W pairs"),
-    "schedule W": (TINY + "schedule: '3:0'\n", "study.yaml: schedule: wordcount kg: every W in a schedule must be"),
+    "schedule W": (TINY + "schedule: '3:0'\n", "study.yaml: schedule: wordcount kg: W must be >= 1 in a schedule"),
     "rebalance a static scheme": (TINY.replace("[kg, pkg]", "[mixed, kg]") + "rebalance_every: 2\n",
                                   "study.yaml: rebalance_every: wordcount kg: scheme 'kg' cannot rebalance"),
     "negative interval": (TINY + "rebalance_every: -1\n", "study.yaml: rebalance_every: -1 is less than the minimum"),
