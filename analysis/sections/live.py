@@ -161,7 +161,9 @@ def fang_theta(folder: Path) -> list[str]:
 def _theta(params: str, workers: int) -> float:
     """θmax from a run's parameters: Mixed's ``theta``, or the overload Readj's ``alpha`` bounds
     (α = (1 + θ) / (1 − θ / (W − 1)), inverted); NaN for a scheme without either."""
-    given = dict(part.split("=") for part in params.split(",") if "=" in part)
+    from skewbench.scheme import parse_params
+
+    given = parse_params(params)
     if "theta" in given:
         return float(given["theta"])
     if "alpha" in given:
