@@ -15,7 +15,8 @@
    A Ctrl-C stops it wherever it lands (:mod:`~skewbench.bench.interrupts`): exit 130, no run counted
    unless complete, ``--resume`` finishes it.
 3. After every run: the simulator's prediction of the same point (:mod:`~skewbench.bench.prediction`,
-   cached in ``DIR/sim/``), and ``DIR/results.csv.partial`` rebuilt from every complete run folder.
+   cached in ``DIR/sim/``), and ``DIR/results.csv.partial`` rebuilt from every complete run folder
+   (at most once a minute: :data:`PARTIAL_EVERY_S`).
 4. When all runs are done: ``DIR/results.csv`` (one row per run, :data:`COLUMNS` first) and a
    ``<study>.csv`` per study, each with provenance; ``DIR/engine_model.json``; the paper comparisons
    the studies name (``<study>_vs_paper.json``); ``DIR/report.md``.
@@ -35,6 +36,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,7 +51,7 @@ from skewbench.bench.prediction import EngineModel, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.provenance import FORMAT_VERSION
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, canonical, uses
-from skewbench.bench.studyfile import Point, Study, load_all
+from skewbench.bench.studyfile import DEFAULTS, Point, Study, load_all
 from skewbench.simulator.metrics import stddev_pct
 
 #: The columns every results.csv starts with (the issue's minimum); more follow.
@@ -167,13 +169,19 @@ def _claim(out: Path, studies: list[Study], profile: str, order_seed: int, resum
         return
     if not path.exists():
         raise BenchError(f"--resume: {out} holds no bench (no plan.json); start one without --resume")
-    old = json.loads(path.read_text())
+    old = _with_defaults(json.loads(path.read_text()))
     if old != plan:
         changed = sorted(k for k in set(old) | set(plan) if old.get(k) != plan.get(k))
         raise BenchError(f"--resume: {out} was started with other studies or options ({', '.join(changed)} differ); "
                          f"give the same study files and options, or another --out")
     if (out / "results.csv").exists():
         raise BenchError(f"--resume: {out} is complete (results.csv exists); nothing to do")
+
+
+def _with_defaults(plan: dict) -> dict:
+    """A saved plan with the factors its studies' files did not set then at their defaults: a study file
+    loads with them today (:data:`DEFAULTS`), so a bench started before a factor existed resumes."""
+    return plan | {"studies": {name: {**DEFAULTS, **spec} for name, spec in plan["studies"].items()}}
 
 
 def _engine_studies(studies: list[Study]) -> list[Study]:
@@ -409,7 +417,22 @@ def _measure(spark, out: Path, point: Point, studies: list[Study], profile: str,
     _run(spark, out / "runs", point, interrupts)
     with interrupts.raising():
         cached_work(point, out / "sim")
-        _results(out, studies, profile)[0].to_csv(out / "results.csv.partial", index=False)
+        _write_partial(out, studies, profile)
+
+
+#: Seconds between two rebuilds of ``results.csv.partial``: rebuilt after every run, it cost 0.5 s a run.
+PARTIAL_EVERY_S = 60.0
+_partial_written: dict[Path, float] = {}
+
+
+def _write_partial(out: Path, studies: list[Study], profile: str) -> None:
+    """``results.csv.partial`` from every complete run, once there is none or the last is a minute old."""
+    path = out / "results.csv.partial"
+    last = _partial_written.get(path)
+    if path.exists() and last is not None and time.monotonic() - last < PARTIAL_EVERY_S:
+        return
+    _results(out, studies, profile)[0].to_csv(path, index=False)
+    _partial_written[path] = time.monotonic()
 
 
 # -- the results table ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from skewbench.bench.spark import engine
 from skewbench.bench.studyfile import Point, Study, StudyError, from_spec, load
 
 ROOT = Path(__file__).resolve().parents[1]
-KEPT = ROOT / "reports" / "bench-20261126"
+KEPT = ROOT / "reports" / "bench-20261126"  # the last kept bench made before levers existed
 
 
 class RecordingConf:

@@ -222,3 +222,25 @@ def test_live_factors_name_their_runs_and_leave_static_names_as_they_were(tmp_pa
 def test_missing_study_file(tmp_path):
     with pytest.raises(StudyError, match="nope.yaml: cannot read the study file"):
         load(tmp_path / "nope.yaml")
+
+
+def test_a_bench_started_before_a_factor_existed_resumes(tmp_path):
+    """A kept bench's plan.json lacks the factors added since (live routing, params): resuming it with
+    today's study files, which load them at their defaults, is allowed; another study is still refused."""
+    import json
+
+    from skewbench.bench.driver import BenchError, _claim, _plan
+
+    studies = load_all([STUDIES / "centre.yaml"])
+    out = tmp_path / "bench"
+    _claim(out, studies, "default", 0, False, None)
+    plan = json.loads((out / "plan.json").read_text())
+    for later in ("rebalance_every", "schedule", "migration", "fluid_keys", "params"):
+        del plan["studies"]["centre"][later]
+    (out / "plan.json").write_text(json.dumps(plan))
+    _claim(out, studies, "default", 0, True, None)
+    plan["studies"]["centre"]["schemes"] = ["kg"]
+    (out / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(BenchError, match="studies differ"):
+        _claim(out, studies, "default", 0, True, None)
+    assert _plan(studies, "default", 0, None)["studies"]["centre"]["schedule"] == [""]
