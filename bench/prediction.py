@@ -59,6 +59,7 @@ class Work:
 def simulate_point(point: Point) -> Work:
     """Every worker's copies per micro-batch for ``point``, as the Spark source produces them."""
     from skewbench.bench.apps import make_app
+    from skewbench.bench.spark.feedback import needs_loads
     from skewbench.bench.spark.routing import prepare
     from skewbench.sources import source_of_each_message
     from skewbench.workloads import parse
@@ -73,8 +74,12 @@ def simulate_point(point: Point) -> Work:
     batches = -(-stream.messages // point.batch_rows)
     store = np.zeros((batches, point.workers), dtype=np.int64)
     probe = np.zeros_like(store)
+    told = needs_loads(routers[0])
     for b in range(batches):
         lo, hi = b * point.batch_rows, min((b + 1) * point.batch_rows, stream.messages)
+        if told and b:  # load feedback: the workers' true loads so far, as the sources get them
+            for router in routers:
+                router.sync((store[:b] + probe[:b]).sum(0).astype(np.float64))
         for s, router in enumerate(routers):
             idx = lo + np.flatnonzero(source[lo:hi] == s)
             if not len(idx):

@@ -309,7 +309,7 @@ def _check_names(path: Path, spec: dict) -> None:
 def _check_block(path: Path, spec: dict, prefix: str) -> None:
     import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.bench.apps import APPS, make_app
-    from skewbench.bench.spark.routing import check_supported
+    from skewbench.bench.spark import feedback
     from skewbench.scheme import REGISTRY, make_scheme, parse_params
     from skewbench.workloads import WorkloadError, parse
 
@@ -319,10 +319,11 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
     for scheme in spec["schemes"]:
         if scheme not in REGISTRY:
             raise _fail(path, prefix + "schemes", f"unknown scheme {scheme!r}; see `skewbench schemes`")
-        try:
-            check_supported(make_scheme(scheme, 2))
-        except ValueError as exc:
-            raise _fail(path, prefix + "schemes", str(exc)) from None
+        for rate in [*spec["rate"], *([1.0] if spec.get("offered_rate") else [])]:  # (an offered rate is > 0)
+            try:
+                feedback.check(make_scheme(scheme, 2), rate)
+            except ValueError as exc:
+                raise _fail(path, prefix + "schemes", str(exc)) from None
     for params in spec["params"]:  # a block's parameters are for each of its schemes
         for scheme in spec["schemes"]:
             try:

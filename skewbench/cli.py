@@ -320,7 +320,7 @@ def cmd_workloads(args) -> int:
 def add_run_options(run) -> None:
     """The options of `skewbench run` (and of `skewbench profile`, which makes one)."""
     run.add_argument("--app", required=True, help="wordcount, selfjoin or naivebayes")
-    run.add_argument("--scheme", required=True, help="see `skewbench schemes` (pkg-global and pkg-probe are refused)")
+    run.add_argument("--scheme", required=True, help="see `skewbench schemes`")
     run.add_argument("--workers", type=int, required=True, metavar="W", help="worker slots (Spark partitions)")
     run.add_argument("--sources", type=int, default=1, metavar="S", help="source partitions, 1..W (default 1)")
     run.add_argument("--delay-ms", type=float, default=0.0, metavar="D", help="injected work per message copy")

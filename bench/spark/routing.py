@@ -9,7 +9,8 @@ in the Python process and in a file every executor reads (:func:`router_at`, :fu
 can rebuild it exactly, because routing is a deterministic function of the stream.  (A separate
 stateful routing operator costs a second shuffle and W more tasks per micro-batch.)
 
-Which schemes can run (:func:`prepare`, with :func:`~skewbench.sources.source_routers`):
+Every registered scheme runs; how each kind gets its routers (:func:`prepare`, with
+:func:`~skewbench.sources.source_routers`):
 
 * online ``local`` schemes — as in the simulator, ``[proto] + [proto.spawn() ...]``;
 * ``offline`` schemes (off-greedy) — fitted with the whole stream's key counts, exactly as the
@@ -18,10 +19,10 @@ Which schemes can run (:func:`prepare`, with :func:`~skewbench.sources.source_ro
   :func:`warmup_messages` messages is routed with the initial (hash) function, the scheme
   rebalances once on that prefix's statistics, and every source gets a copy of the resulting
   *fixed* table.  Routing by a fixed table is a pure function of the key, so sharing it is honest;
-  what this does not do is rebalance during the run (the simulator rebalances every interval);
-* ``coupling = "global"`` online schemes (pkg-global: one load vector for all sources) and schemes that
-  need the true worker loads between intervals (pkg-probe's ``sync``) cannot share state inside a
-  micro-batch and are refused with a :class:`SchemeNotSupported`.
+  with ``--rebalance-every`` the table changes during the run (:mod:`skewbench.migration`);
+* schemes told the true worker loads between intervals (pkg-probe's ``sync``) and the global load
+  oracle (pkg-global) — every source keeps its own estimates, set to the workers' true loads before
+  each micro-batch (:mod:`~skewbench.bench.spark.feedback`).
 """
 
 from __future__ import annotations
@@ -35,12 +36,8 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import Copies
-from skewbench.scheme import Scheme, make_scheme, parse_params
+from skewbench.scheme import Scheme, parse_params
 from skewbench.sources import prepare_scheme, source_of_each_message, source_routers
-
-
-class SchemeNotSupported(ValueError):
-    """The scheme cannot run in the Spark pipeline (see the module docstring)."""
 
 
 def warmup_messages(n: int) -> int:
@@ -48,24 +45,13 @@ def warmup_messages(n: int) -> int:
     return min(n, max(1000, n // 10))
 
 
-def check_supported(proto: Scheme) -> None:
-    """Raise :class:`SchemeNotSupported` for schemes the routing stage cannot run honestly."""
-    if type(proto).sync is not Scheme.sync:
-        raise SchemeNotSupported(f"scheme {proto.name!r} needs the true worker loads between intervals (sync), "
-                                 f"which the Spark routing stage does not feed back; use pkg (local estimation)")
-    if proto.coupling == "global" and not proto.adaptive:
-        raise SchemeNotSupported(f"scheme {proto.name!r} shares one load vector across all sources, which Spark's "
-                                 f"per-source routing tasks cannot share inside a micro-batch; use pkg "
-                                 f"(per-source estimates) instead")
-
-
 def prepare(name: str, workers: int, sources: int, stream, seed: int = 0, params: str = "") -> list[Scheme]:
-    """The initial router of every source (raises :class:`SchemeNotSupported` or ``ValueError``); ``params``:
-    the scheme's parameters as :func:`~skewbench.scheme.parse_params` reads them."""
-    given = parse_params(params)
-    check_supported(make_scheme(name, workers, seed=seed, **given))
+    """The initial router of every source (``ValueError`` for bad parameters); ``params``: the scheme's
+    parameters as :func:`~skewbench.scheme.parse_params` reads them."""
     proto = prepare_scheme(name, workers, stream, seed=seed, plan_prefix=warmup_messages(stream.messages),
-                           params=given)
+                           params=parse_params(params))
+    if proto.coupling == "global" and not proto.adaptive:  # a load oracle: synced copies (module docstring)
+        return [proto] + [proto.spawn() for _ in range(sources - 1)]
     return source_routers(proto, sources, distributed=True)
 
 

@@ -47,7 +47,7 @@ import pandas as pd
 
 from skewbench.bench.interrupts import deferred
 from skewbench.bench.progress import clock
-from skewbench.bench.spark import engine
+from skewbench.bench.spark import engine, feedback
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT
 from skewbench.bench.spark.latency import first_arrival, message_latency
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
@@ -159,7 +159,6 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     ``own_app``: the id of this driver's running application, whose slots count as free."""
     from skewbench.bench.apps import make_app
     from skewbench.bench.spark.delay import MODES
-    from skewbench.bench.spark.routing import check_supported
     from skewbench.scheme import make_scheme, parse_params
     from skewbench.workloads import parse
 
@@ -196,8 +195,8 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     except ValueError as exc:
         raise RunError(str(exc)) from None
     try:
-        check_supported(proto)
         check_live(config, proto)
+        feedback.check(proto, config.rate)
     except ValueError as exc:
         raise RunError(str(exc)) from None
     spec = config.workload or app.default_workload
@@ -263,8 +262,9 @@ class Collector:
     """The ``foreachBatch`` function: writes each batch's outputs and metrics, keeps the last states
     and every message's latency (8 bytes per message: the driver must hold a run of millions)."""
 
-    def __init__(self, folder: Path, publisher=None):
+    def __init__(self, folder: Path, publisher=None, feed=None):
         self.folder, self.publisher = folder, publisher  # publisher: live routing's (bench.spark.live)
+        self.feed = feed  # the true loads for the sources of the next batch (bench.spark.feedback)
         (folder / "outputs").mkdir()
         (folder / "metrics").mkdir()
         self.done = 0
@@ -297,6 +297,9 @@ class Collector:
                 self.states[r["worker"]] = r["state"]
         if self.publisher is not None:
             self.publisher.after_batch(batch_id, records)
+        if self.feed is not None:
+            copies = (metrics["stored"] + metrics["probed"]).to_numpy()
+            self.feed.after_batch(batch_id, metrics["worker"].to_numpy(), copies)
         self.latency[batch_id] = message_latency(records)
         self.arrival[batch_id] = first_arrival(records)
         self.metrics.append(metrics)
@@ -316,13 +319,14 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
     width = config.width()
     groups = preimages(spark, width + closers, tasks)  # a closing group sorts after its task's workers
     versions = str(collector.publisher.folder) if collector.publisher is not None else ""
+    loads = str(collector.feed.folder) if collector.feed is not None else ""
     routed = (spark.readStream.format("skewbench")
               .option("workload", config.workload or app.default_workload).option("messages", config.messages)
               .option("seed", config.seed).option("sources", config.sources).option("split", config.split)
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
               .option("app", config.app).option("scheme", config.scheme).option("workers", width)
               .option("closers", closers).option("routers", str(routers_folder(folder))).option("versions", versions)
-              .option("params", config.params).option("stream_file", stream_file).load())
+              .option("params", config.params).option("loads", loads).option("stream_file", stream_file).load())
     # Computing wg in Spark is also the projection that turns the source's Arrow-backed bundles into
     # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
@@ -338,6 +342,16 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
 @functools.cache  # once per session: 0.2 s a run
 def registered(spark, source) -> None:
     spark.dataSource.register(source)
+
+
+def load_feed(config: Config, folder: Path):
+    """The driver's side of load feedback (:mod:`~skewbench.bench.spark.feedback`) for a scheme told the
+    true loads between micro-batches; None for the others."""
+    from skewbench.scheme import make_scheme, parse_params
+
+    if not feedback.needs_loads(make_scheme(config.scheme, config.workers, **parse_params(config.params))):
+        return None
+    return feedback.LoadFeed(feedback.folder_of(folder / "checkpoint"), config.width())
 
 
 def routers_folder(folder: Path) -> Path:
@@ -478,7 +492,7 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
         levers = engine.apply(spark, config.levers)
     except engine.LeverError as exc:
         raise RunError(f"--levers: {exc}") from None
-    collector = Collector(folder, publisher(config, stream, folder))
+    collector = Collector(folder, publisher(config, stream, folder), load_feed(config, folder))
     query = None
     try:
         with deferred() as interrupts:

@@ -51,7 +51,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from skewbench.bench.apps import make_app
 from skewbench.bench.apps.base import key_labels
-from skewbench.bench.spark import live, routing
+from skewbench.bench.spark import feedback, live, routing
 from skewbench.sources import source_of_each_message
 
 #: What Spark sees: one row per (source, worker) and micro-batch, the message copies inside as Arrow IPC.
@@ -125,6 +125,7 @@ class Options:
         self.routers = options.get("routers", "")  # the folder where every executor keeps the routers
         self.versions = options.get("versions", "")  # live routing: the folder of the routing versions
         self.params = options.get("params", "")  # the scheme's parameters ("theta=0.02,...")
+        self.loads = options.get("loads", "")  # load feedback: the folder of the true loads per batch
         self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split,
                     self.params)
 
@@ -138,7 +139,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict:
         now = time.time()
-        return {"offset": 0, "t0": now, "at": now, **({"batch": 0, "version": 0} if self.o.versions else {})}
+        return {"offset": 0, "t0": now, "at": now, **({"batch": 0, "version": 0} if self.o.versions else {}),
+                **({"batch": 0} if self.o.loads else {})}
 
     def getDefaultReadLimit(self):
         return ReadMaxRows(self.o.max_rows) if self.o.max_rows > 0 else ReadAllAvailable()
@@ -159,6 +161,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         offset = {"offset": end, "t0": start["t0"], "at": now}
         if self.o.versions:  # the batch's routing version, logged by Spark before the batch runs
             offset |= {"batch": start["batch"] + 1, "version": live.latest(self.o.versions)}
+        elif self.o.loads:  # the batch's index: which loads its sources sync to
+            offset |= {"batch": start["batch"] + 1}
         return offset
 
     def partitions(self, start: dict, end: dict):
@@ -181,6 +185,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
                                        stream.clock[seq])
         else:
             router = routing.router_at(o.run, partition.source, partition.start, stream, o.routers)
+            if o.loads and partition.batch > 0:
+                router.sync(feedback.loads_before(o.loads, partition.batch))
             sent = routing.route_batch(router, o.app, batch, stream.clock[seq])
             routing.keep(o.run, partition.source, partition.end, router, o.routers)
         message, worker, role = seq[sent.row], sent.worker, np.where(sent.store, STORE, PROBE).astype(np.int8)

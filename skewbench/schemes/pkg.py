@@ -85,11 +85,17 @@ class PartialKeyGroupingGlobal(PartialKeyGrouping):
     """PKG with a global load oracle (the paper's *G*): every source sees the true worker loads.
 
     Modelled as one router over all sources' messages in arrival order (``coupling = "global"``),
-    which is exactly what a perfect oracle gives.
+    which is exactly what a perfect oracle gives.  Where the sources cannot share one object (Spark's
+    source tasks), each keeps its own estimates and :meth:`sync` sets them to the true loads once per
+    micro-batch (:mod:`skewbench.bench.spark.feedback`).
     """
 
     name = "pkg-global"
     coupling = "global"
+
+    def sync(self, loads: np.ndarray) -> None:
+        """Set the load estimates to the true per-worker loads ``loads``."""
+        self._loads = np.asarray(loads, dtype=np.float64).copy()
 
 
 @register
@@ -101,6 +107,4 @@ class PartialKeyGroupingProbe(PartialKeyGrouping):
     """
 
     name = "pkg-probe"
-
-    def sync(self, loads: np.ndarray) -> None:
-        self._loads = np.asarray(loads, dtype=np.float64).copy()
+    sync = PartialKeyGroupingGlobal.sync

@@ -5,7 +5,8 @@ worker stored equal the simulator's per-worker loads for the same stream, seed a
 worker *i* ran on Spark partition *i* mod P (P = 2 tasks: the cluster's machine has 2 cores and the
 ``pack`` lever shares them among the W = 4 sleeping workers; P = W with the levers off); for every
 scheme the pipeline runs (adaptive ones with a table fitted on a warm-up prefix) and every app, the answer equals the single-process reference: word
-counts, self-join pairs, Naive Bayes model and accuracy (probes to 1, 2 and W workers).  Every run has
+counts, self-join pairs, Naive Bayes model and accuracy (probes to 1, 2 and W workers); pkg-probe and
+pkg-global, told the workers' true loads before every batch, route as the simulator says.  Every run has
 every engine lever on but the key-split ones, which run Spark as configured, and the CLI run, which has
 the default set: all give the same answers, and only Spark as configured writes Hadoop's ``.crc`` files.  A run interrupted with Ctrl-C
 leaves only ``OUT.partial`` with its INCOMPLETE marker.
@@ -32,19 +33,11 @@ def skewbench(*args, env=None, timeout=600):
 
 
 def supported() -> list[str]:
-    """Every registered scheme the pipeline runs (all but pkg-global and pkg-probe)."""
+    """Every registered scheme: the pipeline runs them all."""
     import skewbench.schemes  # noqa: F401  (registers them)
-    from skewbench.bench.spark.routing import check_supported
-    from skewbench.scheme import REGISTRY, make_scheme
+    from skewbench.scheme import REGISTRY
 
-    names = []
-    for name in sorted(REGISTRY):
-        try:
-            check_supported(make_scheme(name, W))
-            names.append(name)
-        except ValueError:
-            continue
-    return names
+    return sorted(REGISTRY)
 
 
 SCHEMES = supported()
@@ -119,6 +112,24 @@ def test_run_matches_simulator_and_reference(runs, app, scheme, split):
     check_run(runs[app, scheme, split], scheme, split, app)
     levers = json.loads((runs[app, scheme, split] / "summary.json").read_text())["levers"]
     assert levers == ("none" if split == "key" else "all")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["pkg-probe", "pkg-global"])
+def test_the_true_loads_reach_the_sources_as_the_simulator_says(runs, scheme):
+    """Load feedback: each source's estimates are set to the workers' true loads before every batch; the
+    per-worker counts equal the simulator's with the same feedback, and differ from pkg's own estimates."""
+    from skewbench.bench.prediction import simulate_point
+    from skewbench.bench.studyfile import Point
+
+    summary = json.loads((runs["wordcount", scheme, "shuffle"] / "summary.json").read_text())
+    point = Point(study="t", app="wordcount", scheme=scheme, workers=W, sources=S, delay_ms=0.05,
+                  workload=WORKLOAD, messages=MESSAGES, batch_rows=MESSAGES // 2, rate=0.0, aggregation_period=0,
+                  split="shuffle", seed=0)
+    assert summary["correct"] and summary["worker_messages"] == simulate_point(point).store.sum(0).tolist()
+    pkg = json.loads((runs["wordcount", "pkg", "shuffle"] / "summary.json").read_text())
+    assert summary["worker_messages"] != pkg["worker_messages"]
 
 
 @pytest.mark.spark
@@ -271,11 +282,12 @@ def test_existing_out_is_refused(tmp_path):
     assert list((tmp_path / "x").iterdir()) == []
 
 
-@pytest.mark.parametrize("scheme,message", [("pkg-global", "cannot share"), ("pkg-probe", "true worker loads"),
-                                            ("nope", "unknown scheme")])
-def test_unsupported_scheme_is_a_usage_error(tmp_path, scheme, message):
-    done = skewbench("run", "--app", "wordcount", "--scheme", scheme, "--workers", "2", "--out", str(tmp_path / "x"))
-    assert done.returncode == 2 and message in done.stderr, done.stderr
+@pytest.mark.parametrize("scheme,rate,message", [("nope", "0", "unknown scheme"),
+                                                 ("pkg-probe", "5000", "open-loop rate leaves to timing")])
+def test_unsupported_scheme_is_a_usage_error(tmp_path, scheme, rate, message):
+    done = skewbench("run", "--app", "wordcount", "--scheme", scheme, "--workers", "2", "--rate", rate,
+                     "--out", str(tmp_path / "x"))
+    assert done.returncode == 2 and message in done.stderr and not (tmp_path / "x").exists(), done.stderr
 
 
 # -- skewbench profile: one run, and the CPU of every Spark thread over it ------------------------------
