@@ -53,23 +53,25 @@ def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
     from skewbench.analysis.sections.live import scaleout_spark
 
     rows = []
-    for scheme, moved in (("kg", 0.9), ("consistent", 0.09), ("mixed", 0.01), ("gedik-readj", 0.08)):
-        for final in (11, 9):
-            run = f"{scheme}-{final}"
-            t = timeline([5, 100, 100, 40, 70, 95, 96, 97], [10, 10, 10, final, final, final, final, final])
-            (tmp_path / "runs" / run).mkdir(parents=True)
-            t.to_parquet(tmp_path / "runs" / run / "timeline.parquet")
-            measured = response(t, [{"first_batch": 3, "last_batch": 4, "plan_seconds": 0.01, "keys": moved * 1000,
-                                     "seen_keys": 1000}])
-            rows.append({"scheme": scheme, "workers": 10, "final_workers": final, "migration": "all-at-once",
-                         "correct": True, "sim_exact": True, "migrated_keys": moved * 1000, "migrated_bytes": 1,
-                         "run": run, **measured})
+    cases = [(s, m, f, "all-at-once") for s, m in (("kg", 0.9), ("consistent", 0.09), ("mixed", 0.01),
+                                                     ("gedik-readj", 0.08)) for f in (11, 9)]
+    for scheme, moved, final, migration in cases + [("kg", 0.9, 11, "fluid")]:
+        run = f"{scheme}-{final}-{migration}"
+        t = timeline([5, 100, 100, 40, 70, 95, 96, 97], [10, 10, 10, final, final, final, final, final])
+        (tmp_path / "runs" / run).mkdir(parents=True)
+        t.to_parquet(tmp_path / "runs" / run / "timeline.parquet")
+        measured = response(t, [{"first_batch": 3, "last_batch": 4, "plan_seconds": 0.01, "keys": moved * 1000,
+                                 "seen_keys": 1000}])
+        rows.append({"scheme": scheme, "workers": 10, "final_workers": final, "migration": migration,
+                     "correct": True, "sim_exact": True, "migrated_keys": moved * 1000, "migrated_bytes": 1,
+                     "run": run, **measured})
     pd.DataFrame(rows).to_csv(tmp_path / "scaleout.csv", index=False)
     text = "\n".join(scaleout_spark(tmp_path))
     assert "## Scale-out and scale-in on Spark" in text and "| out 10→11 | kg |" in text
     assert (tmp_path / "scaleout.png").stat().st_size > 0
     assert "kg (hash mod W) 9.9× the ideal, consistent hashing 0.99×" in text  # 0.9 / (1/11), 0.09 / (1/11)
     assert "Mixed recovers in 6.0 s, Readj recovers in 6.0 s" in text
+    assert "Here, kg out 10→11: fluid" in text and ": not lower (a moved key's rows" in text  # the same peak
     assert scaleout_spark(tmp_path / "nothing") == []
 
 

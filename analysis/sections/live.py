@@ -83,7 +83,24 @@ def _beside_the_papers(table: pd.DataFrame) -> list[str]:
                      f"time than Readj, whose plan took at least 5 minutes there. Here: Mixed {_seconds(mixed)}, "
                      f"Readj {_seconds(readj)}; Readj planned in {plan:.2f} s (ours tracks only the keys above its "
                      "frequency threshold).")
+    lines += _fluid_beside_all_at_once(table)
     return (["Beside the papers:", "", *lines, ""]) if lines else []
+
+
+def _fluid_beside_all_at_once(table: pd.DataFrame) -> list[str]:
+    """Megaphone's comparison, for every change a scheme made both ways."""
+    lines = []
+    for (change, scheme), both in table.groupby(["change", "scheme"], sort=False):
+        fluid, whole = both[both["migration"] == "fluid"], both[both["migration"] == "all-at-once"]
+        if len(fluid) and len(whole):
+            f, w = fluid.iloc[0], whole.iloc[0]
+            verdict = "lower" if f["latency_peak_s"] < w["latency_peak_s"] else "not lower"
+            lines.append(f"- Megaphone (VLDB 2019): fluid migration lowers a migration's latency peak below all at "
+                         f"once's. Here, {scheme} {change}: fluid {f['latency_peak_s']:.2f} s over "
+                         f"{f['migration_batches']:.0f} batches, all at once {w['latency_peak_s']:.2f} s over "
+                         f"{w['migration_batches']:.0f} (steady p99 {w['latency_p99_before_s']:.2f} s): {verdict} "
+                         "(a moved key's rows wait one micro-batch for their state either way; docs/migration.md).")
+    return lines
 
 
 def _seconds(recovery: float) -> str:
