@@ -51,7 +51,7 @@ from skewbench.bench.prediction import EngineModel, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.provenance import FORMAT_VERSION
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, canonical, uses
-from skewbench.bench.studyfile import DEFAULTS, Point, Study, load_all
+from skewbench.bench.studyfile import DEFAULTS, LATER_FACTORS, Point, Study, load_all
 from skewbench.simulator.metrics import stddev_pct
 
 #: The columns every results.csv starts with (the issue's minimum); more follow.
@@ -179,9 +179,11 @@ def _claim(out: Path, studies: list[Study], profile: str, order_seed: int, resum
 
 
 def _with_defaults(plan: dict) -> dict:
-    """A saved plan with the factors its studies' files did not set then at their defaults: a study file
-    loads with them today (:data:`DEFAULTS`), so a bench started before a factor existed resumes."""
-    return plan | {"studies": {name: {**DEFAULTS, **spec} for name, spec in plan["studies"].items()}}
+    """A saved plan with the factors added since live routing (:data:`LATER_FACTORS`) at their defaults,
+    as a study file loads with them today: a bench started before they existed resumes.  (Not levers: a
+    plan without them ran Spark as configured.)"""
+    later = {k: DEFAULTS[k] for k in LATER_FACTORS}
+    return plan | {"studies": {name: {**later, **spec} for name, spec in plan["studies"].items()}}
 
 
 def _engine_studies(studies: list[Study]) -> list[Study]:

@@ -131,6 +131,8 @@ DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0
             "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "rebalance_every": [0], "schedule": [""],
             "migration": ["all-at-once"], "fluid_keys": [0], "params": [""], "repeats": 1, "design": "cross",
             "batches": 5}
+#: Factors added after benches were first kept: a saved plan without them resumes (``bench.driver``).
+LATER_FACTORS = ("rebalance_every", "schedule", "migration", "fluid_keys", "params")
 #: Live routing's factors (:mod:`skewbench.migration`) at their static values.
 STATIC = {"rebalance_every": 0, "schedule": "", "migration": "all-at-once", "fluid_keys": 0}
 #: The lever set of a study saved before levers existed (a kept bench's plan.json): Spark as configured.

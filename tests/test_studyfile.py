@@ -238,3 +238,7 @@ def test_a_bench_started_before_a_factor_existed_resumes(tmp_path):
     with pytest.raises(BenchError, match="studies differ"):
         _claim(out, studies, "default", 0, True, None)
     assert _plan(studies, "default", 0, None)["studies"]["centre"]["schedule"] == [""]
+    (tmp_path / "tiny.yaml").write_text(TINY)  # sized by messages: its plan has no "batches" to fill in
+    tiny = load_all([tmp_path / "tiny.yaml"])
+    _claim(tmp_path / "tiny", tiny, "default", 0, False, None)
+    _claim(tmp_path / "tiny", tiny, "default", 0, True, None)
