@@ -78,8 +78,9 @@ def simulate_point(point: Point) -> Work:
     for b in range(batches):
         lo, hi = b * point.batch_rows, min((b + 1) * point.batch_rows, stream.messages)
         if told and b:  # load feedback: the workers' true loads so far, as the sources get them
+            loads = (store[:b] + probe[:b]).sum(0).astype(np.float64)
             for router in routers:
-                router.sync((store[:b] + probe[:b]).sum(0).astype(np.float64))
+                router.sync(loads)
         for s, router in enumerate(routers):
             idx = lo + np.flatnonzero(source[lo:hi] == s)
             if not len(idx):

@@ -4,11 +4,11 @@ pkg-probe sets each source's load estimates to the workers' true loads every pro
 pkg-global routes with one load vector that every source shares (:mod:`skewbench.schemes.pkg`).  Spark's
 source tasks share nothing inside a micro-batch, so on the cluster both learn the true loads once per
 micro-batch: after batch *b* the driver writes every worker's message copies so far (stored and probed)
-as ``loads-<b+1>.npy`` in the run's checkpoint folder, once, and each source sets its router's estimates
-to them (:meth:`~skewbench.scheme.Scheme.sync`) before it routes batch *b + 1*.  The batch's index is in
-the offset Spark logs before the batch runs, so a replayed batch reads the same file; and ``sync``
-replaces the router's estimates whole, so a router rebuilt from the stream
-(:func:`~skewbench.bench.spark.routing.router_at`) routes on exactly as the one it replaces.  pkg-global
+as ``loads-<b+1>.npy`` in the run's routing folder (:func:`~skewbench.bench.spark.live.folder_of`), once,
+and each source sets its router's estimates to them (:meth:`~skewbench.scheme.Scheme.sync`) before it
+routes batch *b + 1*.  The batch's index is in the offset Spark logs before the batch runs, so a replayed
+batch reads the same file; and ``sync`` replaces the router's estimates whole, so a router rebuilt from
+the stream (:func:`~skewbench.bench.spark.routing.router_at`) routes on exactly as the one it replaces.  pkg-global
 on the cluster is thus PKG with a probe every micro-batch, which is also how the simulator predicts it
 (:func:`~skewbench.bench.prediction.simulate_point`).
 """
@@ -35,13 +35,6 @@ def check(router: Scheme, rate: float) -> None:
     if needs_loads(router) and rate > 0:
         raise ValueError(f"scheme {router.name!r} is told the true loads at each micro-batch's end, which an "
                          f"open-loop rate leaves to timing: run it with --rate 0 (pkg estimates loads itself)")
-
-
-def folder_of(checkpoint: Path) -> Path:
-    """The run's loads folder, absolute: the executors read it from their own working directories."""
-    path = (checkpoint / "loads").absolute()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def loads_before(folder: str, batch: int) -> np.ndarray:

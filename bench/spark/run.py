@@ -347,11 +347,12 @@ def registered(spark, source) -> None:
 def load_feed(config: Config, folder: Path):
     """The driver's side of load feedback (:mod:`~skewbench.bench.spark.feedback`) for a scheme told the
     true loads between micro-batches; None for the others."""
+    from skewbench.bench.spark.live import folder_of
     from skewbench.scheme import make_scheme, parse_params
 
     if not feedback.needs_loads(make_scheme(config.scheme, config.workers, **parse_params(config.params))):
         return None
-    return feedback.LoadFeed(feedback.folder_of(folder / "checkpoint"), config.width())
+    return feedback.LoadFeed(folder_of(folder / "checkpoint"), config.width())
 
 
 def routers_folder(folder: Path) -> Path:
