@@ -74,6 +74,22 @@ def test_peak_pss_sums_each_nodes_last_reading():
     assert summary["peak_rss_mib"] == 900 and summary["processes"] == 3
 
 
+def test_a_runs_resource_samples_are_found_in_the_tail_of_a_growing_file(tmp_path):
+    from skewbench.bench.spark.metrics import resource_samples
+
+    rng = np.random.default_rng(3)
+    for node in ("n1", "n2"):
+        times = 1000 + np.cumsum(rng.choice([0.0, 0.0, 0.5, 1.0], size=3000))
+        rows = [f"{t:.3f},{node},{i},executor,1.0,{i}," for i, t in enumerate(times)]
+        (tmp_path / node / "metrics").mkdir(parents=True)
+        (tmp_path / node / "metrics/resources.csv").write_text(
+            "time,node,pid,role,cpu_percent,rss_bytes,pss_bytes\n" + "\n".join(rows) + "\n")
+    whole = pd.concat([pd.read_csv(f) for f in sorted(tmp_path.glob("*/metrics/resources.csv"))], ignore_index=True)
+    for start, end in [(0, 1e9), (1000, 1500), (1500, 1500), (1234.5, 2345.5), (1e8, 1e9)]:
+        expected = whole[(whole["time"] >= start) & (whole["time"] <= end)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(resource_samples(tmp_path, start, end), expected, check_dtype=False)
+
+
 def test_first_arrival_is_the_earliest_intended_time_of_a_batch():
     records = [record([3, 4], 5.0, [2.0, 2.5]), record([], 6.0, []), record([1], 7.0, [1.5])]
     assert first_arrival(records) == 1.5 and np.isnan(first_arrival([record([], 1.0, [])]))

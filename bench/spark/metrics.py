@@ -56,10 +56,37 @@ def stage_summary(stages: pd.DataFrame) -> dict:
 
 def resource_samples(cluster_dir: Path, start: float, end: float) -> pd.DataFrame:
     """The agent's rows with ``start <= time <= end`` from every ``NODE/metrics/resources.csv``."""
-    parts = [pd.read_csv(f) for f in sorted(Path(cluster_dir).glob("*/metrics/resources.csv"))]
-    samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["time", "node", "pid", "role", "cpu_percent", "rss_bytes", "pss_bytes"])
+    parts = [_rows_since(f, start) for f in sorted(Path(cluster_dir).glob("*/metrics/resources.csv"))]
+    samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESOURCE_COLUMNS)
     return samples[(samples["time"] >= start) & (samples["time"] <= end)].reset_index(drop=True)
+
+
+RESOURCE_COLUMNS = ["time", "node", "pid", "role", "cpu_percent", "rss_bytes", "pss_bytes"]
+
+
+def _rows_since(path: Path, start: float) -> pd.DataFrame:
+    """The rows of an agent's CSV from the first with ``time >= start`` on.  The agent appends in time
+    order, so a bisection over byte offsets finds that row: a run reads its own tail, not the whole
+    file, which grows by megabytes an hour on every node."""
+    with path.open("rb") as f:
+        names = f.readline().decode().strip().split(",")
+
+        def line_at(offset: int) -> tuple[int, bytes]:
+            """The first line starting at or after ``offset``, and where it starts."""
+            f.seek(offset - 1)
+            f.readline()
+            return f.tell(), f.readline()
+
+        def at_or_after_start(offset: int) -> bool:
+            line = line_at(offset)[1]
+            return not line.endswith(b"\n") or float(line.split(b",", 1)[0]) >= start
+
+        lo, hi = f.tell(), path.stat().st_size
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if at_or_after_start(mid) else (mid + 1, hi)
+        f.seek(line_at(lo)[0])
+        return pd.read_csv(f, names=names, header=None)
 
 
 def resource_summary(samples: pd.DataFrame) -> dict:
