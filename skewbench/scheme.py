@@ -148,15 +148,17 @@ class Scheme:
         """Where the keys ``fps`` (uint64, or their int64 view) may have state, on any source, ever.
 
         Returns ``(rows, workers)``, int64: one pair per holder of each row's key, grouped by row,
-        workers ascending within a row.  Default: all W when :meth:`holds_every_key`, else the
-        union of :meth:`candidates`, which must then be the same on every source and stay so (the
-        current table of an adaptive scheme: exact while no plan moves a key).  Schemes that split
-        keys override it.
+        workers ascending within a row.  Default: all W when :meth:`holds_every_key`; the route itself
+        for a ``stateless`` scheme that never splits a key; else the union of :meth:`candidates`, which
+        must then be the same on every source and stay so (the current table of an adaptive scheme:
+        exact while no plan moves a key).  Schemes that split keys override it.
         """
         fps = np.ascontiguousarray(fps).view(np.uint64)
         n, w = len(fps), self.workers
         if self.holds_every_key() or n == 0:
             return np.repeat(np.arange(n, dtype=np.int64), w), np.tile(np.arange(w, dtype=np.int64), n)
+        if self.stateless and not self.splits_keys:  # its one holder is where it routes, asked all at once
+            return np.arange(n, dtype=np.int64), self.route_many(fps).astype(np.int64)
         if self.splits_keys:
             raise NotImplementedError(f"scheme {self.name!r} splits keys but does not say where their state may "
                                       f"live: override holder_pairs() or set state_everywhere = True")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.apps.base import App, add_counts, copies, key_labels, register_app
+from skewbench.bench.apps.base import App, Copies, add_counts, key_labels, register_app
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "key", "fp", "count"]
@@ -83,8 +83,11 @@ class WordCount(App):
         self.period = int(period)
 
     def fan_out(self, scheme, fps, routes, batch):
-        everything = np.ones(len(batch), dtype=bool)
-        return copies(scheme, fps, routes, store=everything, probe=~everything)
+        """Every message is stored where it is routed.  Word count never probes, so no holder rule is
+        read and the holders need no check: :func:`copies` would ask a table scheme for every distinct
+        key's holders one by one, 50 ms per 50,000 messages under Mixed, in every source task."""
+        n = len(batch)
+        return Copies(np.arange(n, dtype=np.int64), np.asarray(routes).astype(np.int32), np.ones(n, dtype=bool))
 
     def new_state(self, worker: int) -> dict:
         state = {"worker": worker, "fps": np.empty(0, dtype=np.int64), "counts": np.empty(0, dtype=np.int64),

@@ -75,6 +75,7 @@ def router_at(run: tuple, source: int, offset: int, stream, folder: str = "") ->
     initial router.  Routing is a deterministic function of the stream, so every process reaches
     exactly the same state.  ``folder``: where every executor keeps routers (:func:`_saved`).
     """
+    _forget_other_runs(run)
     position, router = 0, None
     kept = [_LIVE.pop((run, source), None)]
     if kept[0] is None or (kept[0][0] != offset and not kept[0][1].stateless):
@@ -93,6 +94,16 @@ def router_at(run: tuple, source: int, offset: int, stream, folder: str = "") ->
     if len(missed):
         router.route_many(stream.fps[missed], stream.clock[missed])
     return router
+
+
+def _forget_other_runs(run: tuple) -> None:
+    """One run at a time, as the stream (:func:`~skewbench.bench.spark.source.stream_of`): a Python worker
+    serves every run of a bench, and the routers of the runs before would only take memory (Off-Greedy's
+    table is 8 MB a source)."""
+    for key in [k for k in _LIVE if k[0] != run]:
+        del _LIVE[key]
+    for key in [k for k in _INITIAL if k != run]:
+        del _INITIAL[key]
 
 
 def keep(run: tuple, source: int, offset: int, router: Scheme, folder: str = "") -> None:

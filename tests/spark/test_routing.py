@@ -81,6 +81,19 @@ def test_a_stateless_router_is_saved_once_and_never_routes_again(tmp_path, monke
     assert routing.router_at(run, 0, 2000, stream, str(tmp_path)).stateless
 
 
+def test_a_process_keeps_the_routers_of_one_run_only():
+    """A Python worker serves every run of a bench: the next run's routers replace the last's."""
+    stream = parse("zipf:z=1.1,keys=300", messages=3000, seed=3)
+    first, second = (("off-greedy", W, 2, seed, "test", stream.messages, "shuffle", "") for seed in (3, 4))
+    routing._LIVE.clear()
+    routing._INITIAL.clear()
+    for j in range(2):
+        routing.keep(first, j, 1000, routing.router_at(first, j, 0, stream))
+    assert {key[0] for key in routing._LIVE} == set(routing._INITIAL) == {first}
+    routing.keep(second, 0, 1000, routing.router_at(second, 0, 0, stream))
+    assert {key[0] for key in routing._LIVE} == set(routing._INITIAL) == {second}
+
+
 SHARED_STREAM_CHECK = """
 import sys
 from pathlib import Path
