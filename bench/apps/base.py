@@ -167,6 +167,11 @@ class App:
     def state_entries(self, state) -> int:
         raise NotImplementedError
 
+    def driver_state(self, state) -> object:
+        """What of a worker's final state :meth:`combine` needs: the worker sends it to the driver with its
+        last micro-batch.  Default: all of it; apps whose answer is in their outputs send nothing."""
+        return state
+
     # -- moving keys between workers (issue 21: :mod:`~skewbench.bench.apps.handover`) -----------------
     def take(self, state, fps: np.ndarray, to: int) -> tuple[object, object]:
         """Remove the state of the keys ``fps`` (int64 fingerprints) that go to worker ``to``; returns the

@@ -108,9 +108,10 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
         states[w], out = app.finish(states[w])
         outputs.append(out)
     outputs = pd.concat([o for o in outputs if o is not None], ignore_index=True)
-    return LocalRun(answer=app.combine(outputs, states), outputs=outputs, states=states, stores=stores,
-                    probes=probes, counters=int(sum(app.state_entries(s) for s in states)),
-                    versions=controller.versions, timeline=pd.DataFrame(timeline))
+    answer = app.combine(outputs, [app.driver_state(s) for s in states])  # what the Spark driver gets
+    return LocalRun(answer=answer, outputs=outputs, states=states, stores=stores, probes=probes,
+                    counters=int(sum(app.state_entries(s) for s in states)), versions=controller.versions,
+                    timeline=pd.DataFrame(timeline))
 
 
 def _copies(app, router, routers, rows, fps, clock, source, lo, sources) -> pd.DataFrame:

@@ -136,6 +136,10 @@ class SelfJoin(App):
     def state_entries(self, state) -> int:
         return len(np.unique(state["fp"][state["store"]]))
 
+    def driver_state(self, state) -> None:
+        """Nothing: the pairs are in the outputs."""
+        return None
+
     def take(self, state, fps, to):
         """The window's ticks of ``fps``, and the newest tick this worker had seen (:func:`_late`)."""
         going = np.isin(state["fp"], fps)

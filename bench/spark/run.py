@@ -293,7 +293,7 @@ class Collector:
         metrics = pd.DataFrame([{"batch": batch_id, **{k: r[k] for k in METRICS}} for r in records])
         metrics.to_parquet(self.folder / "metrics" / f"{name}.parquet", index=False)
         for r in records:
-            if r["state"] is not None:
+            if r.get("final"):  # the worker's last batch: what of its state the answer needs (App.driver_state)
                 self.states[r["worker"]] = r["state"]
         if self.publisher is not None:
             self.publisher.after_batch(batch_id, records)

@@ -9,10 +9,10 @@ delay for every row (store and probe copies alike, :func:`~skewbench.bench.spark
 ``app.process`` the rows in ``seq`` order, and emit one row holding one pickled record: the metrics
 of that batch and worker, the app's outputs (an Arrow stream, :func:`arrow_stream`), the messages
 it handled (for latency: :mod:`~skewbench.bench.spark.latency`; a message is done when its worker's
-batch ends and its outputs exist), and the state once, with the ``flush`` row that follows the last message (the
-driver needs the final states for ``app.combine``; shipping every batch's state would cost a copy of
-it per batch).  One binary column: PySpark converts the returned frame to Arrow column by column
-through pandas, a cost per column and task.
+batch ends and its outputs exist), and the state once, with the ``flush`` row that follows the last
+message (the driver needs the final states for ``app.combine``, as much as ``app.driver_state`` says;
+shipping every batch's state would cost a copy of it per batch).  One binary column: PySpark converts
+the returned frame to Arrow column by column through pandas, a cost per column and task.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def worker(app, delay: float, mode: str, workers: int, packed: bool = False, def
         else:
             held, todo = (kept if kept is not None else app.new_state(worker)), rows[~flush]
         held, record = work_batch(app, held, todo, delay, mode, worker, TaskContext.get().partitionId(), clock)
-        record["state"] = None
+        record["state"], record["final"] = None, False
         if live:
             record |= {"received": routing_live.received(rows[~flush]), "parcels": moving.sent, "held": moving.held,
                        "released": moving.released, "duplicates": moving.duplicates}
@@ -156,7 +156,7 @@ def worker(app, delay: float, mode: str, workers: int, packed: bool = False, def
             held, final = app.finish(held)
             sent = [o for o in (record["outputs"], final) if o is not None]
             record["outputs"] = pd.concat(sent, ignore_index=True) if sent else None
-            record["state"] = held
+            record["state"], record["final"] = app.driver_state(held), True
         state.update((pickle.dumps((held, desk) if live else held),))
         record["outputs"] = arrow_stream(record["outputs"])
         yield pd.DataFrame({"record": [pickle.dumps(record)]})
