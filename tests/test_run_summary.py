@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.spark.latency import first_arrival, handled, message_latency, seqs
-from skewbench.bench.spark.summary import OVERHEAD_PARTS, after_warmup, batch_table, mean_counters
+from skewbench.bench.spark.summary import OVERHEAD_PARTS, after_warmup, batch_table, final_counters, mean_counters
 
 
 def batches(ids):
@@ -113,6 +113,7 @@ def test_batch_table_splits_the_overhead_in_the_order_it_is_paid():
 def test_mean_counters_carries_a_quiet_workers_state_forward():
     metrics = pd.DataFrame({"batch": [0, 0, 1, 2, 2], "worker": [0, 1, 0, 0, 1], "state_entries": [2, 3, 4, 5, 1]})
     assert mean_counters(metrics) == ((2 + 3) + (4 + 3) + (5 + 1)) / 3
+    assert final_counters(metrics.iloc[::-1]) == 5 + 1  # each worker's last batch, whatever the order
 
 
 def test_the_summaries_need_no_spark_and_the_run_module_keeps_its_names():

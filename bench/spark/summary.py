@@ -74,6 +74,12 @@ def mean_counters(metrics: pd.DataFrame) -> float:
     return float(held.ffill().fillna(0).sum(axis=1).mean())
 
 
+def final_counters(metrics: pd.DataFrame) -> int:
+    """Counters held by all workers after the stream: each worker's last record (every worker has one
+    in the last micro-batch, which carries its flush), as :meth:`App.state_entries` of its final state."""
+    return int(metrics.sort_values("batch", kind="stable").groupby("worker")["state_entries"].last().sum())
+
+
 def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
               delay_mode: str, tasks: int) -> dict:
     metrics = pd.concat(collector.metrics, ignore_index=True)
@@ -107,7 +113,7 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
         "worker_messages": stored.tolist(), "worker_probes": probed.tolist(),
         "imbalance_max_minus_mean": float(stored.max() - mean),
         "imbalance_max_over_mean": float(stored.max() / mean) if mean > 0 else None,
-        "counters": int(sum(app.state_entries(s) for s in states)),
+        "counters": final_counters(metrics),
         "counters_mean": mean_counters(metrics),
         "output_rows": sum(feather.read_table(p, memory_map=True).num_rows for p in files),
         "overhead_seconds": {"median": float(batches["overhead"].median()) if len(batches) else None,
