@@ -47,7 +47,7 @@ import pandas as pd
 
 from skewbench.bench.interrupts import deferred
 from skewbench.bench.progress import clock
-from skewbench.bench.spark import engine, feedback
+from skewbench.bench.spark import engine, feedback, routing
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT
 from skewbench.bench.spark.latency import first_arrival, message_latency
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
@@ -494,6 +494,10 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
     except engine.LeverError as exc:
         raise RunError(f"--levers: {exc}") from None
     collector = Collector(folder, publisher(config, stream, folder), load_feed(config, folder))
+    if config.live() is None:  # live routing routes by the versions it publishes instead
+        run_key = routing.run_of(config.scheme, config.width(), config.sources, config.seed, spec, config.messages,
+                                 config.split, config.params)
+        routing.save_initial(run_key, stream, str(routers_folder(folder)))
     query = None
     try:
         with deferred() as interrupts:

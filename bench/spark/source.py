@@ -126,8 +126,8 @@ class Options:
         self.versions = options.get("versions", "")  # live routing: the folder of the routing versions
         self.params = options.get("params", "")  # the scheme's parameters ("theta=0.02,...")
         self.loads = options.get("loads", "")  # load feedback: the folder of the true loads per batch
-        self.run = (self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages, self.split,
-                    self.params)
+        self.run = routing.run_of(self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages,
+                                  self.split, self.params)
 
     def stream(self):
         return self.app.prepare(stream_of(self.workload, self.messages, self.seed, self.stream_file))

@@ -94,6 +94,24 @@ def test_a_process_keeps_the_routers_of_one_run_only():
     assert {key[0] for key in routing._LIVE} == set(routing._INITIAL) == {second}
 
 
+@pytest.mark.parametrize("scheme", ["mixed", "off-greedy", "pkg"])
+def test_the_first_batch_reads_the_initial_routers_the_driver_saved(scheme, tmp_path, monkeypatch):
+    """Saved by the driver before the query starts, the first batch's sources prepare nothing themselves
+    (an adaptive or offline scheme's fit) and route as the prepared routers do."""
+    stream = parse("zipf:z=1.1,keys=300", messages=6000, seed=3)
+    run = routing.run_of(scheme, W, S, 3, "test", stream.messages, "shuffle", "")
+    first = slice(0, BATCH)
+    expected = [r.route_many(stream.fps[first], stream.clock[first]) for r in routing.prepare(scheme, W, S, stream, 3)]
+    routing.save_initial(run, stream, str(tmp_path))
+    assert len(list(tmp_path.iterdir())) == S
+    routing._LIVE.clear()
+    routing._INITIAL.clear()
+    monkeypatch.setattr(routing, "prepare", lambda *a, **k: pytest.fail("prepared the routers again"))
+    for j in range(S):
+        router = routing.router_at(run, j, 0, stream, str(tmp_path))
+        assert np.array_equal(router.route_many(stream.fps[first], stream.clock[first]), expected[j])
+
+
 SHARED_STREAM_CHECK = """
 import sys
 from pathlib import Path
