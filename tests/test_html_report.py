@@ -21,7 +21,7 @@ from markupsafe import escape
 from skewbench.analysis import html
 
 REPO = Path(__file__).resolve().parents[1]
-KEPT = REPO / "reports" / "bench-20261127"  # a bench with three seeds per point: repeats to compare
+KEPT = REPO / "reports" / "bench-20261127b"  # a bench with three seeds per point: repeats to compare
 SCREENSHOT = Path("/tmp/skewbench-report.png")
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
@@ -223,7 +223,7 @@ def test_a_smoke_run_says_so_on_top_and_draws_no_conclusions(tmp_path):
     (folder / "plan.json").write_text('{"profile": "quick"}')
     text = write_report(folder).read_text()
     assert text.splitlines()[2] == f"> **{SMOKE_RUN}**"  # right under the title
-    assert "## Every run of the smoke run" in text and "613 runs in 12 studies" in text
+    assert "## Every run of the smoke run" in text and "623 runs in 12 studies" in text
     assert "Fidelity" not in text and "PKG Storm" not in text and not (folder / "fidelity.csv").exists()
     page = (folder / "index.html").read_text()
     assert 'id="smoke"' in page and "a smoke run draws no conclusions" in page and '<table id="fidelity-table"' not in page
