@@ -352,7 +352,8 @@ def _label(point: Point) -> str:
     more = "".join([f", {point.params}" if point.params else "",
                     f", rebalance every {point.rebalance_every}" if point.rebalance_every else "",
                     f", schedule {point.schedule}" if point.schedule else "",
-                    f", {point.migration} migration" if point.live and point.migration != "all-at-once" else ""])
+                    f", {point.migration} migration" if point.live and point.migration != "all-at-once" else "",
+                    f", hand-over {point.handover}" if point.live and point.handover != "hold" else ""])
     return (f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} delay {point.delay_ms} ms "
             f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}{more}")
 
@@ -365,7 +366,7 @@ def config_of(point: Point, folder: Path):
                   batch_rows=point.batch_rows, seed=point.seed, split=point.split,
                   aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder),
                   rebalance_every=point.rebalance_every, schedule=point.schedule, migration=point.migration,
-                  fluid_keys=point.fluid_keys, params=point.params)
+                  fluid_keys=point.fluid_keys, handover=point.handover, params=point.params)
 
 
 WARM_UP_BATCHES = 40  # 5 left the next runs' engine cost per batch 0.4-0.5 s above the rest's (JIT, at W = 10)

@@ -9,7 +9,7 @@ median over the batches before the change, the first (warm-up) excluded; after: 
 after the landing. *Recovery* (Fang et al.'s Fig. 15 "response time"): the seconds from the change's start
 until the end of the first batch, from the change on, whose throughput per worker is back to :data:`RECOVERED`
 of the before value. The latency peak is the largest latency (from intended arrival) from the change on,
-beside the steady p99 before it.
+beside the steady p99 before it; the p99 during the migration is the largest of its batches' p99.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pandas as pd
 
 RECOVERED = 0.9  # share of the throughput per worker before the change that counts as recovered
 COLUMNS = ("change_batch", "moved_share", "plan_s", "migration_batches", "migration_s", "per_worker_before",
-           "per_worker_after", "recovery_s", "latency_p99_before_s", "latency_peak_s")
+           "per_worker_after", "recovery_s", "latency_p99_before_s", "latency_p99_migration_s", "latency_peak_s")
 
 
 def response(timeline: pd.DataFrame, migrations: list[dict]) -> dict:
@@ -43,4 +43,5 @@ def response(timeline: pd.DataFrame, migrations: list[dict]) -> dict:
             "per_worker_after": float(after.median()) if len(after) else np.nan,
             "recovery_s": float(t["duration"].loc[first:recovered].sum()) if recovered is not None else np.nan,
             "latency_p99_before_s": float(t["latency_p99"].loc[1:first - 1].median()) if first > 1 else np.nan,
+            "latency_p99_migration_s": float(t["latency_p99"].loc[first:last].max()),
             "latency_peak_s": float(t["latency_max"].loc[first:].max())}

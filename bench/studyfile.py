@@ -19,8 +19,8 @@ Factors (a scalar means a one-element list): ``apps``, ``schemes``, ``workers``,
 count's T), ``split`` (``shuffle`` | ``key``), ``levers`` (the engine's levers on: ``default``, ``none``,
 ``all`` or names joined by ``+``; :mod:`~skewbench.bench.spark.engine`), live routing's ``rebalance_every``
 (an adaptive scheme plans every K micro-batches), ``schedule`` (``"BATCH:W,..."``: W changes while the stream
-runs; ``""`` never), ``migration`` (``all-at-once`` | ``fluid``) and ``fluid_keys``
-(:mod:`skewbench.migration`; the last two mean nothing, and are dropped, where routing never changes),
+runs; ``""`` never), ``migration`` (``all-at-once`` | ``fluid``), ``fluid_keys`` and ``handover`` (``hold`` |
+``ahead``) (:mod:`skewbench.migration`; the last three mean nothing, and are dropped, where routing never changes),
 ``params`` (the scheme's parameters, ``"theta=0.02,table_max=3000"``, for each scheme of its block),
 ``batch_rows`` / ``batch_rows_per_worker``. ``design: cross`` runs every combination; ``design: around`` runs
 the *centre* (the first value of every factor) and, for each factor, its other values with every other factor
@@ -60,8 +60,8 @@ from skewbench.bench.comparisons import COMPARISONS
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, canonical, parse as parse_levers
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
-           "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "params", "batch_rows",
-           "batch_rows_per_worker")
+           "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params",
+           "batch_rows", "batch_rows_per_worker")
 MAX_WORKERS = 1000
 PROFILES = ("quick", "default", "full")
 MAX_DELAY_MS = 100
@@ -89,6 +89,7 @@ _FACTOR_ITEMS = {
     "schedule": {"type": "string"},
     "migration": {"enum": ["all-at-once", "fluid"]},
     "fluid_keys": {"type": "integer", "minimum": 0},
+    "handover": {"enum": ["hold", "ahead"]},
     "params": {"type": "string"},
     "batch_rows": _COUNT,
     "batch_rows_per_worker": _COUNT,
@@ -129,12 +130,13 @@ SCHEMA = {
 }
 DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0], "aggregation_period": [0],
             "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "rebalance_every": [0], "schedule": [""],
-            "migration": ["all-at-once"], "fluid_keys": [0], "params": [""], "repeats": 1, "design": "cross",
+            "migration": ["all-at-once"], "fluid_keys": [0], "handover": ["hold"], "params": [""], "repeats": 1,
+            "design": "cross",
             "batches": 5}
 #: Factors added after benches were first kept: a saved plan without them resumes (``bench.driver``).
-LATER_FACTORS = ("rebalance_every", "schedule", "migration", "fluid_keys", "params")
+LATER_FACTORS = ("rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params")
 #: Live routing's factors (:mod:`skewbench.migration`) at their static values.
-STATIC = {"rebalance_every": 0, "schedule": "", "migration": "all-at-once", "fluid_keys": 0}
+STATIC = {"rebalance_every": 0, "schedule": "", "migration": "all-at-once", "fluid_keys": 0, "handover": "hold"}
 #: The lever set of a study saved before levers existed (a kept bench's plan.json): Spark as configured.
 LEVERS_BEFORE = "none"
 #: Fields a point gained after runs were first named, at the values that mean "as before": there they stay
@@ -168,6 +170,7 @@ class Point:
     schedule: str = ""  # "BATCH:W,...": W changes at these micro-batches
     migration: str = "all-at-once"  # or "fluid"
     fluid_keys: int = 0  # fluid: the most keys moving out of or into one worker per batch
+    handover: str = "hold"  # or "ahead": a key's state handed over at the end of the batch before
     params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
 
     @property
@@ -187,7 +190,8 @@ class Point:
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
         from skewbench.migration import Live
 
-        return Live.of(self.batch_rows, self.rebalance_every, self.schedule, self.migration, self.fluid_keys)
+        return Live.of(self.batch_rows, self.rebalance_every, self.schedule, self.migration, self.fluid_keys,
+                       self.handover)
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,7 @@ def _live_factors(c: dict) -> dict:
     """A combination's live-routing factors; how state migrates means nothing when routing never changes."""
     factors = {k: c.get(k, static) for k, static in STATIC.items()}
     if not (factors["rebalance_every"] or factors["schedule"]):
-        factors.update(migration=STATIC["migration"], fluid_keys=STATIC["fluid_keys"])
+        factors.update(migration=STATIC["migration"], fluid_keys=STATIC["fluid_keys"], handover=STATIC["handover"])
     return factors
 
 

@@ -112,7 +112,7 @@ def cmd_speed(args) -> int:
 
 RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "rate", "batch_rows",
                "master", "seed", "split", "delay_mode", "aggregation_period", "levers", "out", "rebalance_every",
-               "schedule", "migration", "fluid_keys", "params")
+               "schedule", "migration", "fluid_keys", "handover", "params")
 
 
 def _in_cluster_python(command: str, argv: list[str]) -> None:
@@ -350,6 +350,10 @@ def add_run_options(run) -> None:
                      help="how a plan's keys move: in one micro-batch, or a few per worker and batch (--fluid-keys)")
     run.add_argument("--fluid-keys", type=int, default=0, metavar="N",
                      help="fluid migration: the most keys moving out of or into one worker per micro-batch")
+    run.add_argument("--handover", choices=("hold", "ahead"), default="hold",
+                     help="when a moving key's state is handed over: in the new routing's first micro-batch, its "
+                          "rows held a batch until the state arrives (hold), or at the end of the batch before, so "
+                          "nothing waits (ahead)")
     run.add_argument("--params", default="", metavar="NAME=VALUE,...",
                      help="the scheme's parameters, e.g. theta=0.02,table_max=3000 (`skewbench schemes` lists them)")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")

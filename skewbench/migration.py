@@ -5,10 +5,15 @@ A run's routing is a sequence of immutable **versions**.  Version 0 is the schem
 batches, adaptive schemes only) or when the schedule changes the number of workers W.  A version says
 which router is in force from its first batch on, and which keys' state moves when it comes into force:
 every key seen so far whose worker differs between the old router and the new (:data:`MOVE_DTYPE`
-rows).  The workers carry the moves out (:mod:`skewbench.bench.apps.handover`): the old worker hands
-the state over in the version's first batch, the new one installs it in the next, holding the key's
-rows until then.  So a migration is *in flight* for one batch after its version, and the controller
-publishes nothing new meanwhile.
+rows).  The workers carry the moves out (:mod:`skewbench.bench.apps.handover`), in one of two ways:
+
+* ``hold`` — the old worker hands the state over in the version's first batch, the new one installs it
+  in the next, holding the key's rows until then.  So a migration is *in flight* for one batch after its
+  version, and the controller publishes nothing new meanwhile.
+* ``ahead`` — the controller *announces* a version one batch before it comes into force; the old worker
+  hands the state over at the end of that batch, after handling its rows, and the new one installs it at
+  the start of the version's first batch, before its rows: nothing waits.  The keys first seen in the
+  batch between the plan and the version (their state is where the old router put it) stay pinned there.
 
 Two strategies, after Megaphone (Hoffmann et al., VLDB 2019):
 
@@ -35,6 +40,7 @@ import numpy as np
 from skewbench.scheme import MOVE_DTYPE, Scheme, Stats
 
 STRATEGIES = ("all-at-once", "fluid")
+HANDOVERS = ("hold", "ahead")
 
 
 class Pinned(Scheme):
@@ -74,6 +80,13 @@ class Pinned(Scheme):
         return self.base.table_size() + len(self._keys)
 
 
+def unpinned(router: Scheme) -> Scheme:
+    """The scheme's own router under any pins (what an adaptive scheme plans from)."""
+    while isinstance(router, Pinned):
+        router = router.base
+    return router
+
+
 def owners(router: Scheme, fps: np.ndarray) -> np.ndarray:
     """The worker ``router`` sends each key to, without changing ``router`` (a copy routes them)."""
     return np.asarray(copy.deepcopy(router).route_many(np.ascontiguousarray(fps).view(np.uint64)), dtype=np.int64)
@@ -105,20 +118,22 @@ def fluid_steps(moves: np.ndarray, fluid_keys: int) -> list[np.ndarray]:
 class Live:
     """Routing that changes during a run, as the simulator and the pipelines take it: micro-batches of
     ``batch`` messages; rebalance ``every`` that many batches (0: never); ``schedule`` ``{batch: W}``;
-    ``migration`` and ``fluid_keys`` as :class:`Controller` takes them."""
+    ``migration``, ``fluid_keys`` and ``handover`` as :class:`Controller` takes them."""
 
     batch: int
     every: int = 0
     schedule: dict = field(default_factory=dict)
     migration: str = "all-at-once"
     fluid_keys: int = 0
+    handover: str = "hold"
 
     @classmethod
-    def of(cls, batch: int, every: int, schedule: str, migration: str, fluid_keys: int) -> Live | None:
+    def of(cls, batch: int, every: int, schedule: str, migration: str, fluid_keys: int,
+           handover: str = "hold") -> Live | None:
         """From a run's options (``schedule`` as :func:`parse_schedule` reads it); None when nothing changes."""
         if not (every or schedule):
             return None
-        return cls(batch, every, parse_schedule(schedule) if schedule else {}, migration, fluid_keys)
+        return cls(batch, every, parse_schedule(schedule) if schedule else {}, migration, fluid_keys, handover)
 
     def batches(self, messages: int) -> int:
         return -(-messages // self.batch)
@@ -127,7 +142,8 @@ class Live:
         if self.batch < 1:
             raise ValueError(f"a micro-batch needs >= 1 messages, got {self.batch}")
         return Controller(router, self.batches(messages), every=self.every, schedule=self.schedule,
-                          strategy=self.migration, fluid_keys=self.fluid_keys, rescale=rescale)
+                          strategy=self.migration, fluid_keys=self.fluid_keys, handover=self.handover,
+                          rescale=rescale)
 
     def widest(self, workers: int) -> int:
         """The most workers the run ever has (Spark provisions that many state partitions up front)."""
@@ -139,7 +155,8 @@ class Version:
     """Routing version ``number``, in force from batch ``first_batch`` on: ``router`` routes, ``moves``
     (:data:`MOVE_DTYPE`) are the keys whose state moves as it comes into force.  ``step``/``steps``: its
     place in a fluid migration (1/1 otherwise); ``plan_seconds``: the scheme's planning time (first step);
-    ``seen_keys``: the keys seen when it was planned, each with state somewhere (``moves`` are a share of them)."""
+    ``seen_keys``: the keys seen when it was planned, each with state somewhere (``moves`` are a share of them);
+    ``handover``: how its moves are carried out (module docstring)."""
 
     number: int
     first_batch: int
@@ -151,6 +168,17 @@ class Version:
     steps: int = 1
     plan_seconds: float = 0.0
     seen_keys: int = 0
+    handover: str = "hold"
+
+    @property
+    def handed_over_in(self) -> int:
+        """The batch at whose start (``hold``) or end (``ahead``) the old workers hand its keys' state over."""
+        return self.first_batch - (self.handover == "ahead")
+
+    @property
+    def installed_in(self) -> int:
+        """The batch in which the new workers install the state of its moves (and hold no more rows)."""
+        return self.first_batch + (self.handover == "hold")
 
 
 class Controller:
@@ -159,21 +187,25 @@ class Controller:
     ``router``: the initial router (for an adaptive scheme, the object that plans and applies);
     ``batches``: the run's micro-batches (a migration must be delivered before the last ends);
     ``every``: rebalance every that many batches (0: never); ``schedule``: ``{batch: W}``;
-    ``rescale``: a router for W workers, for schemes that do not plan (a hash: kg, consistent).
+    ``rescale``: a router for W workers, for schemes that do not plan (a hash: kg, consistent);
+    ``handover``: ``hold`` or ``ahead`` (module docstring; ``announced`` is then the version the next
+    batch hands over for, in force from the batch after it).
     """
 
     def __init__(self, router: Scheme, batches: int, *, every: int = 0, schedule: dict[int, int] | None = None,
-                 strategy: str = "all-at-once", fluid_keys: int = 0,
+                 strategy: str = "all-at-once", fluid_keys: int = 0, handover: str = "hold",
                  rescale: Callable[[int], Scheme] | None = None):
         schedule = dict(schedule or {})
-        check(router, batches, every, schedule, strategy, fluid_keys)
+        check(router, batches, every, schedule, strategy, fluid_keys, handover)
         if schedule and not router.adaptive and rescale is None:
             raise ValueError(f"scheme {router.name!r} changes W by starting a new router: give rescale")
         self.batches, self.every, self.schedule = batches, every, schedule
-        self.strategy, self.fluid_keys, self.rescale = strategy, fluid_keys, rescale
-        self.versions = [Version(0, 0, router, np.empty(0, MOVE_DTYPE), router.workers)]
+        self.strategy, self.fluid_keys, self.handover, self.rescale = strategy, fluid_keys, handover, rescale
+        self.versions = [Version(0, 0, router, np.empty(0, MOVE_DTYPE), router.workers, handover=handover)]
+        self.announced: Version | None = None
         self._pending: list[Version] = []  # the later steps of a fluid migration
         self._seen = np.empty(0, np.uint64)
+        self._planned = np.empty(0, np.uint64)  # the keys seen when the migration under way was planned
         self._keys, self._counts = np.empty(0, np.uint64), np.empty(0, np.int64)
         self._loads = np.zeros(router.workers, np.int64)
         self._now = 0.0
@@ -203,24 +235,63 @@ class Controller:
         nxt = batch + 1
         if nxt >= self.batches:
             return self.current
+        if self.handover == "ahead":
+            return self._after_ahead(nxt)
         if self._pending:
             self.versions.append(replace(self._pending.pop(0), first_batch=nxt, number=len(self.versions)))
             return self.current
         if len(self.current.moves) and self.current.first_batch == batch:
             return self.current  # its state is in flight until batch `nxt` ends
-        target = self._target(nxt)
-        due = target != self.current.workers or (self.every and self.current.router.adaptive and nxt % self.every == 0)
-        if not due:
+        steps = self._due(nxt, lambda steps: nxt + len(steps) >= self.batches)  # the last parcel lands after nxt
+        if steps:
+            self.versions.append(replace(steps[0], number=len(self.versions)))
+            self._pending = steps[1:]
+        return self.current
+
+    def _after_ahead(self, nxt: int) -> Version:
+        """``ahead``: the version announced for ``nxt`` comes into force, with the keys first seen since its
+        plan pinned where they are; then the next version is announced, for ``nxt + 1``."""
+        if self.announced is not None:
+            self.versions.append(self._pin_late(self.announced))
+            self.announced = None
+        if nxt + 1 >= self.batches:
             return self.current
-        steps = self._plan(target, nxt) if nxt + 1 < self.batches else []
-        if not steps or nxt + len(steps) >= self.batches:  # the last parcel would never be delivered
-            self.skipped.append((nxt, "too close to the end of the stream"))
+        if self._pending:
+            self.announced = replace(self._pending.pop(0), first_batch=nxt + 1, number=len(self.versions))
             return self.current
+        steps = self._due(nxt + 1, lambda steps: nxt + len(steps) >= self.batches)  # the last step in force at nxt
+        if steps:
+            self.announced = replace(steps[0], number=len(self.versions))
+            self._pending = steps[1:]
+        return self.current
+
+    def _due(self, batch: int, too_late: Callable[[list], bool]) -> list[Version]:
+        """The steps of the migration that comes into force at ``batch``, if one is due then ([] if none, or
+        if ``too_late`` says its last parcels would not be installed before the stream ends)."""
+        target = self._target(batch)
+        rebalance = self.every and self.current.router.adaptive and batch % self.every == 0
+        if not (target != self.current.workers or rebalance):
+            return []
+        steps = self._plan(target, batch)
+        if too_late(steps):
+            self.skipped.append((batch, "too close to the end of the stream"))
+            return []
         self._keys, self._counts = np.empty(0, np.uint64), np.empty(0, np.int64)
         self._loads[:] = 0
-        self.versions.append(replace(steps[0], first_batch=nxt, number=len(self.versions)))
-        self._pending = steps[1:]
-        return self.current
+        self._planned = self._seen.copy()
+        return steps
+
+    def _pin_late(self, version: Version) -> Version:
+        """``version`` with the keys first seen after its plan kept where the router in force sends them:
+        their state is there, and no order moves it."""
+        late = np.setdiff1d(self._seen, self._planned, assume_unique=True)
+        if not len(late):
+            return version
+        before, after = owners(self.current.router, late), owners(version.router, late)
+        moved = before != after
+        if not moved.any():
+            return version
+        return replace(version, router=Pinned(version.router, late[moved], before[moved]))
 
     def _target(self, batch: int) -> int:
         """W as the schedule has it at ``batch`` (its latest entry at or before it)."""
@@ -233,7 +304,7 @@ class Controller:
         old, workers = self.current.router, self.current.workers
         began = time.perf_counter()
         if old.adaptive:
-            new = copy.deepcopy(old)
+            new = copy.deepcopy(unpinned(old))
             stats = Stats(keys=self._keys, counts=self._counts.astype(np.float64), loads=self._loads[:workers],
                           now=self._now)
             new.apply(new.rebalance(stats, workers=target if target != workers else None))
@@ -251,7 +322,7 @@ class Controller:
             later = np.concatenate([moves[:0], *groups[i + 1:]])
             router = new if not len(later) else Pinned(new, later["key"], later["src"])
             versions.append(Version(0, batch, router, group, target, reason, i + 1, len(groups),
-                                    seconds if i == 0 else 0.0, len(self._seen)))
+                                    seconds if i == 0 else 0.0, len(self._seen), self.handover))
         return versions
 
 
@@ -272,7 +343,7 @@ def parse_schedule(text: str, at: str = "BATCH") -> dict[int, int]:
 
 
 def check(router: Scheme, batches: int, every: int, schedule: dict[int, int], strategy: str,
-          fluid_keys: int) -> None:
+          fluid_keys: int, handover: str = "hold") -> None:
     """``ValueError`` with one clear line for a controller setting the scheme or the run cannot honour."""
     if every < 0:
         raise ValueError(f"the rebalance interval must be >= 1 micro-batches (0: never), got {every}")
@@ -283,9 +354,13 @@ def check(router: Scheme, batches: int, every: int, schedule: dict[int, int], st
         raise ValueError(f"unknown migration strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
     if strategy == "fluid" and fluid_keys < 1:
         raise ValueError(f"fluid migration needs a limit of keys per worker and batch >= 1, got {fluid_keys}")
+    if handover not in HANDOVERS:
+        raise ValueError(f"unknown hand-over {handover!r}; use one of {', '.join(HANDOVERS)}")
+    first = 2 if handover == "ahead" else 1  # ahead: announced after batch 0, in force from batch 2
     for batch, workers in schedule.items():
-        if batch < 1 or batch >= batches:
-            raise ValueError(f"the schedule changes W at batch {batch}, outside the run's batches 1..{batches - 1}")
+        if batch < first or batch >= batches:
+            raise ValueError(f"the schedule changes W at batch {batch}, outside the run's batches "
+                             f"{first}..{batches - 1}{' (with the hand-over ahead)' if first == 2 else ''}")
         if workers < 1:
             raise ValueError(f"the schedule sets W = {workers} at batch {batch}; W must be >= 1")
     if (every or schedule) and router.splits_keys:

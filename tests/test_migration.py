@@ -83,6 +83,37 @@ def test_a_fluid_migration_publishes_its_steps_on_consecutive_batches_and_ends_a
     assert np.array_equal(owners(versions[-1].router, fps), owners(make_scheme("kg", 7), fps))
 
 
+def test_ahead_a_version_is_announced_a_batch_before_it_routes_and_the_keys_first_seen_between_stay_put():
+    seen, late = fingerprints(np.arange(0, 4000)), fingerprints(np.arange(4000, 6000))
+    controller = Controller(make_scheme("kg", 10), batches=10, schedule={3: 11}, handover="ahead",
+                            rescale=lambda w: make_scheme("kg", w))
+    controller.observe(seen, np.zeros(len(seen), np.int64))
+    assert controller.after(0).number == 0 and controller.announced is None
+    assert controller.after(1).number == 0  # planned on the keys seen so far, in force from batch 3
+    announced = controller.announced
+    assert (announced.number, announced.first_batch, announced.workers, announced.handover) == (1, 3, 11, "ahead")
+    assert (announced.handed_over_in, announced.installed_in) == (2, 3)
+    controller.observe(late, np.zeros(len(late), np.int64))  # batch 2 meets keys the plan has not seen
+    version = controller.after(2)
+    assert version.number == 1 and controller.announced is None and np.array_equal(version.moves, announced.moves)
+    old, new = owners(make_scheme("kg", 10), late), owners(make_scheme("kg", 11), late)
+    assert (old != new).sum() > 1000
+    assert np.array_equal(owners(version.router, late), old)  # their state is where batch 2 put it: pinned there
+    assert np.array_equal(owners(version.router, seen), owners(make_scheme("kg", 11), seen))
+
+
+def test_ahead_the_next_migration_is_announced_as_soon_as_one_is_in_force_and_the_last_lands_in_time():
+    fps = fingerprints(np.random.default_rng(0).zipf(1.3, 20_000) % 3000)
+    controller = Controller(make_scheme("mintable", 5), batches=8, every=1, handover="ahead")
+    for batch in range(8):
+        controller.observe(fps[batch::8], owners(controller.current.router, fps[batch::8]))
+        controller.after(batch)
+    planned = [v.first_batch for v in controller.versions[1:]]
+    assert planned == list(range(2, 8))  # nothing in flight between plans: one every batch from batch 2
+    assert sum(len(v.moves) > 0 for v in controller.versions) >= 3
+    assert controller.announced is None and all(v.installed_in <= 7 for v in controller.versions)
+
+
 @pytest.mark.parametrize("options, message", [
     (dict(every=2), "cannot rebalance"),
     (dict(every=-1), ">= 1 micro-batches"),
@@ -90,6 +121,8 @@ def test_a_fluid_migration_publishes_its_steps_on_consecutive_batches_and_ends_a
     (dict(schedule={2: 0}), "W must be >= 1"),
     (dict(strategy="gradual"), "unknown migration strategy"),
     (dict(strategy="fluid"), "limit of keys"),
+    (dict(handover="early"), "unknown hand-over"),
+    (dict(schedule={1: 5}, handover="ahead"), r"batches 2\.\.9 \(with the hand-over ahead\)"),
 ])
 def test_bad_controller_settings_are_refused_with_one_clear_line(options, message):
     with pytest.raises(ValueError, match=message):
@@ -105,6 +138,8 @@ def test_a_key_splitting_scheme_cannot_change_its_routing_yet():
     ("mixed", dict(rebalance_every=2)),
     ("gedik-readj", dict(rebalance_every=3, schedule={10: 7})),
     ("consistent", dict(schedule={4: 8, 20: 5}, migration="fluid", fluid_keys=10)),
+    ("mixed", dict(rebalance_every=1, handover="ahead")),
+    ("kg", dict(schedule={4: 8, 20: 5}, migration="fluid", fluid_keys=10, handover="ahead")),
 ])
 def test_the_simulator_publishes_the_versions_and_routes_every_message_as_the_pipeline_does(scheme, options):
     from skewbench.bench.apps import make_app
@@ -116,7 +151,7 @@ def test_the_simulator_publishes_the_versions_and_routes_every_message_as_the_pi
     stream = parse("fzipf:z=1.2,keys=400,f=0.5,intervals=30", messages=8_000, seed=2)
     pipeline = run_in_process(make_app("wordcount"), stream, scheme, 6, sources=3, batch=250, **options)
     live = Live(250, options.get("rebalance_every", 0), options.get("schedule", {}), options.get("migration",
-                "all-at-once"), options.get("fluid_keys", 0))
+                "all-at-once"), options.get("fluid_keys", 0), options.get("handover", "hold"))
     simulated = simulate(stream, scheme, 6, 3, live=live)
     assert len(simulated.versions) == len(pipeline.versions) >= 3
     for ours, theirs in zip(simulated.versions, pipeline.versions):

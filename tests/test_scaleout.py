@@ -28,7 +28,7 @@ def test_scale_out_response_before_after_recovery_and_peak():
     assert got == {"change_batch": 3, "moved_share": 0.25, "plan_s": 0.01, "migration_batches": 2, "migration_s": 4.5,
                    "per_worker_before": 100.0, "per_worker_after": 96.0,
                    "recovery_s": 3 * 2.0,  # batches 3, 4 and 5 (the first at >= 90 of the 100 before)
-                   "latency_p99_before_s": 0.5, "latency_peak_s": 4.0}
+                   "latency_p99_before_s": 0.5, "latency_p99_migration_s": 0.5, "latency_peak_s": 4.0}
 
 
 def test_a_run_that_never_recovers_or_never_migrated():
@@ -55,14 +55,17 @@ def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
     rows = []
     cases = [(s, m, f, "all-at-once") for s, m in (("kg", 0.9), ("consistent", 0.09), ("mixed", 0.01),
                                                      ("gedik-readj", 0.08)) for f in (11, 9)]
-    for scheme, moved, final, migration in cases + [("kg", 0.9, 11, "fluid")]:
-        run = f"{scheme}-{final}-{migration}"
-        t = timeline([5, 100, 100, 40, 70, 95, 96, 97], [10, 10, 10, final, final, final, final, final])
+    hold = [(*case, "hold", 0.5) for case in cases + [("kg", 0.9, 11, "fluid")]]
+    ahead = [("kg", 0.9, 11, "fluid", "ahead", 0.4), ("kg", 0.9, 11, "all-at-once", "ahead", 0.7)]
+    for scheme, moved, final, migration, handover, p99 in hold + ahead:
+        run = f"{scheme}-{final}-{migration}-{handover}"
+        t = timeline([5, 100, 100, 40, 70, 95, 96, 97], [10, 10, 10, final, final, final, final, final], p99=p99)
         (tmp_path / "runs" / run).mkdir(parents=True)
         t.to_parquet(tmp_path / "runs" / run / "timeline.parquet")
         measured = response(t, [{"first_batch": 3, "last_batch": 4, "plan_seconds": 0.01, "keys": moved * 1000,
                                  "seen_keys": 1000}])
         rows.append({"scheme": scheme, "workers": 10, "final_workers": final, "migration": migration,
+                     "handover": handover,
                      "correct": True, "sim_exact": True, "migrated_keys": moved * 1000, "migrated_bytes": 1,
                      "run": run, **measured})
     pd.DataFrame(rows).to_csv(tmp_path / "scaleout.csv", index=False)
@@ -71,7 +74,10 @@ def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
     assert (tmp_path / "scaleout.png").stat().st_size > 0
     assert "kg (hash mod W) 9.9× the ideal, consistent hashing 0.99×" in text  # 0.9 / (1/11), 0.09 / (1/11)
     assert "Mixed recovers in 6.0 s, Readj recovers in 6.0 s" in text
-    assert "Here, kg out 10→11: fluid" in text and ": not lower (a moved key's rows" in text  # the same peak
+    assert "Here, kg out 10→11: p99 during" in text and ": not lower (a moved key's rows" in text  # the same p99
+    assert "Here, kg out 10→11, ahead: p99 during the migration (its batches' largest) fluid 0.40 s" in text
+    assert "all at once 0.70 s over 2 (peak 1.00 s against 1.00 s; steady p99 0.70 s): lower (the state" in text
+    assert "| out 10→11 | kg | fluid, ahead |" in text
     assert scaleout_spark(tmp_path / "nothing") == []
 
 

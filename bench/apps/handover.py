@@ -12,6 +12,10 @@ batch that first routes with it sends *k*'s messages to *b* and tells both worke
   workers emitted).  *b* installs it (:meth:`App.put`), ignores a second copy of it (a replayed
   delivery), and then handles the rows it held, in ``seq`` order with the rest of the batch.
 
+With the hand-over ``ahead``, *a* is told one batch earlier (``handing``) and hands *k*'s state over at
+the end of that batch, after handling its rows; the parcel then arrives with the orders of the version's
+first batch, so *b* installs it before handling any of *k*'s rows, and nothing waits.
+
 :func:`sort_out` is that batch step up to handling the rows, pure: the in-process pipeline
 (:func:`~skewbench.bench.apps.local.run_in_process`, through :func:`handle`) and the Spark worker stage
 call the same function.
@@ -19,7 +23,7 @@ call the same function.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -51,11 +55,17 @@ class Desk:
 
 @dataclass(frozen=True)
 class Orders:
-    """What a batch's routing version tells one worker: ``leaving`` — ``(version, dst, fps)`` for the
-    keys it hands over; ``arriving`` — ``(version, src, fps)`` for the keys it will receive."""
+    """What a batch's routing versions tell one worker: ``leaving`` — ``(version, dst, fps)`` for the
+    keys it hands over before handling its rows; ``arriving`` — ``(version, src, fps)`` for the keys it
+    will receive; ``handing`` — ``(version, dst, fps)`` for the keys it hands over after its rows (the
+    version announced for the next batch, :mod:`skewbench.migration`)."""
 
     leaving: tuple = ()
     arriving: tuple = ()
+    handing: tuple = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.leaving or self.arriving or self.handing)
 
 
 @dataclass
@@ -78,10 +88,7 @@ def sort_out(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Or
     """A worker's batch up to handling its rows (module docstring): hand over what leaves, install what
     arrived, hold the rows of keys still awaited and release the rest; ``desk`` is updated in place.
     The Spark worker stage burns the injected delay for the rows released, then handles them."""
-    sent = []
-    for version, dst, fps in orders.leaving:
-        state, part = app.take(state, np.asarray(fps, np.int64), int(dst))
-        sent.append(Parcel(int(version), worker, int(dst), np.asarray(fps, np.int64), part))
+    state, sent = hand_over(app, state, worker, orders.leaving)
     for version, src, fps in orders.arriving:
         desk.awaiting[int(version), int(src)] = np.asarray(fps, np.int64)
     duplicates = 0
@@ -95,30 +102,53 @@ def sort_out(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Or
     return Handled(state, ready, sent, held, released, duplicates)
 
 
+def hand_over(app, state, worker: int, leaving) -> tuple[object, list[Parcel]]:
+    """Take the state of the keys ``leaving`` (``(version, dst, fps)``) out of ``state``, as parcels."""
+    sent = []
+    for version, dst, fps in leaving:
+        state, part = app.take(state, np.asarray(fps, np.int64), int(dst))
+        sent.append(Parcel(int(version), worker, int(dst), np.asarray(fps, np.int64), part))
+    return state, sent
+
+
 def handle(app, state, desk: Desk, worker: int, rows: pd.DataFrame, orders: Orders = Orders(),
            parcels: list[Parcel] = ()) -> Handled:
-    """:func:`sort_out`, then :meth:`App.process` of the rows released (the in-process pipeline's step)."""
+    """:func:`sort_out`, :meth:`App.process` of the rows released, then the hand-over of the keys
+    ``handing`` (the in-process pipeline's step)."""
     done = sort_out(app, state, desk, worker, rows, orders, parcels)
     if len(done.ready):
         done.state, done.outputs = app.process(done.state, done.ready)
+    done.state, handed = hand_over(app, done.state, worker, orders.handing)
+    done.sent += handed
     return done
 
 
-def orders_of(version, width: int) -> list[Orders]:
-    """What a routing version (:class:`~skewbench.migration.Version`) tells each of ``width`` workers in
-    its first batch: one ``(version, other worker, keys)`` per pair of workers a key moves between."""
+def batch_orders(first, announced, width: int) -> list[Orders]:
+    """What each of ``width`` workers is told in a batch: the orders of ``first``, the routing version
+    (:class:`~skewbench.migration.Version`) whose first batch it is, and the hand-over of ``announced``,
+    the version in force from the next batch (either may be None)."""
     orders = [Orders() for _ in range(width)]
-    moves = version.moves
-    if not len(moves):
-        return orders
-    fps = moves["key"].view(np.int64)
+    if first is not None and len(first.moves):
+        leaving, arriving = _pairs(first, width)
+        ahead = first.handover == "ahead"  # its state was handed over at the end of the batch before
+        orders = [Orders(() if ahead else tuple(leaving[w]), tuple(arriving[w])) for w in range(width)]
+    if announced is not None and len(announced.moves):
+        handing, _ = _pairs(announced, width)
+        orders = [replace(orders[w], handing=tuple(handing[w])) for w in range(width)]
+    return orders
+
+
+def _pairs(version, width: int) -> tuple[list, list]:
+    """Per worker, one ``(version, other worker, keys)`` per pair of workers a key of ``version`` moves
+    between: what leaves it, what arrives."""
+    fps, moves = version.moves["key"].view(np.int64), version.moves
     leaving = [[] for _ in range(width)]
     arriving = [[] for _ in range(width)]
     for src, dst in sorted({(int(a), int(b)) for a, b in zip(moves["src"], moves["dst"])}):
         mine = fps[(moves["src"] == src) & (moves["dst"] == dst)]
         leaving[src].append((version.number, dst, mine))
         arriving[dst].append((version.number, src, mine))
-    return [Orders(tuple(leaving[w]), tuple(arriving[w])) for w in range(width)]
+    return leaving, arriving
 
 
 def _release(desk: Desk, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:

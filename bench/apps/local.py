@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import App, copy_rows, stream_rows
-from skewbench.bench.apps.handover import Desk, Orders, handle, orders_of
+from skewbench.bench.apps.handover import Desk, batch_orders, handle
 from skewbench.migration import Live
 from skewbench.scheme import Scheme, make_scheme
 from skewbench.sources import prepare_scheme, source_of_each_message, source_routers
@@ -43,7 +43,7 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
                    batch: int = 1_000, *, split: str = "shuffle", seed: int = 0, params: dict | None = None,
                    plan_prefix: int | None = None, pickle_states: bool = True, rebalance_every: int = 0,
                    schedule: dict[int, int] | None = None, migration: str = "all-at-once",
-                   fluid_keys: int = 0) -> LocalRun:
+                   fluid_keys: int = 0, handover: str = "hold") -> LocalRun:
     """Run ``app`` on ``stream`` routed by ``scheme`` (a name, or a prepared prototype router).
 
     ``batch`` messages (in stream order, all sources together) form one micro-batch.  Routing may change
@@ -51,7 +51,7 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
     batches (starting from its hash, not from a plan on a prefix), ``schedule`` (``{batch: W}``) changes
     the number of workers, and the keys' state moves between workers as the Spark pipeline moves it
     (:mod:`~skewbench.bench.apps.handover`), ``migration`` ``all-at-once`` or ``fluid`` (at most
-    ``fluid_keys`` keys out of and into a worker per batch).
+    ``fluid_keys`` keys out of and into a worker per batch), ``handover`` ``hold`` or ``ahead``.
     """
     stream = app.prepare(stream)
     app.check(stream)
@@ -62,7 +62,7 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
                                                    plan_prefix=plan_prefix)
     if scheme.workers != workers:
         raise ValueError(f"the scheme has {scheme.workers} workers, the run {workers}")
-    changes = Live(batch, rebalance_every, dict(schedule or {}), migration, fluid_keys)
+    changes = Live(batch, rebalance_every, dict(schedule or {}), migration, fluid_keys, handover)
     controller = changes.controller(scheme, stream.messages, rescale=lambda w: prepare_scheme(
         scheme.name, w, stream, seed=seed, params=params, plan_prefix=plan_prefix))
     width = changes.widest(workers)
@@ -81,14 +81,15 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
         is_store = (copies["role"] == "store").to_numpy()
         stores += np.bincount(worker[is_store], minlength=width)
         probes += np.bincount(worker[~is_store], minlength=width)
-        orders = orders_of(version, width) if version.first_batch == b else [Orders()] * width
+        announced = controller.announced  # ahead: in force from the next batch, handed over at this one's end
+        orders = batch_orders(version if version.first_batch == b else None, announced, width)
         bounds = np.searchsorted(worker, np.arange(width + 1))
         delivered, parcels = parcels, []
         held = released = 0
         for w in range(width):
             mine = copies.iloc[bounds[w]:bounds[w + 1]].reset_index(drop=True)
             inbox = [p for p in delivered if p.dst == w]
-            if not (len(mine) or inbox or orders[w].leaving or orders[w].arriving or desks[w].held is not None):
+            if not (len(mine) or inbox or orders[w] or desks[w].held is not None):
                 continue
             state = pickle.loads(pickle.dumps(states[w])) if pickle_states else states[w]
             done = handle(app, state, desks[w], w, mine, orders[w], inbox)

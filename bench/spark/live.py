@@ -5,10 +5,14 @@ In the run's checkpoint folder, ``routing/``:
 
 * ``version-NNNNNN.pickle`` — routing version NNNNNN (:class:`~skewbench.migration.Version`), published by
   the driver in ``foreachBatch`` of the batch before its first; ``latest`` — the newest one's number;
+* ``announce-NNNNNN.pickle`` — with the hand-over ``ahead``, version NNNNNN's moves (no router), published
+  two batches before its first, so that the batch between hands its keys' state over; ``announced`` — the
+  newest one's number;
 * ``parcels-NNNNNN.pickle`` — the state that workers handed over in batch NNNNNN − 1
   (:class:`~skewbench.bench.apps.handover.Parcel`), delivered with batch NNNNNN.
 
-The source records the version in the offset that Spark logs before a batch runs (``batch``, ``version``:
+The source records the version in the offset that Spark logs before a batch runs (``batch``, ``version``,
+``announced``:
 :mod:`~skewbench.bench.spark.source`), never "the latest" at read time, so a replayed batch routes and
 delivers exactly as it did the first time.  Source 0 sends each worker its orders and parcels as a
 control bundle (:func:`control_bundles`).
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from skewbench.bench.apps.handover import Orders, orders_of
+from skewbench.bench.apps.handover import Orders, batch_orders
 from skewbench.bench.spark.latency import handled, seqs
 from skewbench.migration import Controller, Version
 
@@ -57,6 +62,14 @@ def latest(folder: str) -> int:
         return 0
 
 
+def announced(folder: str) -> int | None:
+    """The newest announced version's number, if any (the source records it in the next batch's offset)."""
+    try:
+        return int((Path(folder) / "announced").read_text())
+    except FileNotFoundError:
+        return None
+
+
 @lru_cache(maxsize=4)
 def _version_bytes(folder: str, number: int) -> bytes:
     return (Path(folder) / f"version-{number:06d}.pickle").read_bytes()
@@ -72,15 +85,19 @@ def parcels(folder: str, batch: int) -> list:
     return pickle.loads(path.read_bytes()) if path.exists() else []
 
 
-def control_bundles(folder: str, batch: int, first_of: int | None, width: int):
+def control_bundles(folder: str, batch: int, first_of: int | None, width: int, announced: int | None = None):
     """Source 0's control bundles for ``batch``: every worker's orders (when the batch is the first of
-    version ``first_of``) and the parcels addressed to it; None when no worker has any."""
+    version ``first_of``, or hands over for version ``announced`` when that one's first is the next) and
+    the parcels addressed to it; None when no worker has any."""
     from skewbench.bench.spark.source import BUNDLE_ARROW
 
-    orders = orders_of(version(folder, first_of), width) if first_of is not None else [Orders()] * width
+    ahead = pickle.loads((Path(folder) / f"announce-{announced:06d}.pickle").read_bytes()) \
+        if announced is not None else None
+    ahead = ahead if ahead is not None and ahead.first_batch == batch + 1 else None
+    orders = batch_orders(version(folder, first_of) if first_of is not None else None, ahead, width)
     delivered = parcels(folder, batch)
     rows = [(w, pickle.dumps((orders[w], [p for p in delivered if p.dst == w]))) for w in range(width)
-            if orders[w].leaving or orders[w].arriving or any(p.dst == w for p in delivered)]
+            if orders[w] or any(p.dst == w for p in delivered)]
     if not rows:
         return None
     return pa.RecordBatch.from_arrays([pa.array([w for w, _ in rows], pa.int32()),
@@ -109,10 +126,10 @@ class Publisher:
         self.rows: list[dict] = []
         self._publish(controller.current)
 
-    def _publish(self, v: Version) -> None:
-        write_once(self.folder / f"version-{v.number:06d}.pickle", pickle.dumps(v))
-        (self.folder / "latest.part").write_text(str(v.number))
-        (self.folder / "latest.part").replace(self.folder / "latest")
+    def _publish(self, v: Version, kind: str = "version", pointer: str = "latest") -> None:
+        write_once(self.folder / f"{kind}-{v.number:06d}.pickle", pickle.dumps(v))
+        (self.folder / f"{pointer}.part").write_text(str(v.number))
+        (self.folder / f"{pointer}.part").replace(self.folder / pointer)
 
     def after_batch(self, batch: int, records: list[dict]) -> None:
         got = [(seqs(r["received"]), r["worker"]) for r in records if "received" in r]
@@ -128,6 +145,8 @@ class Publisher:
         nxt = self.controller.after(batch)
         if nxt is not current:
             self._publish(nxt)
+        if self.controller.announced is not None:  # its moves only: the router in force is published later
+            self._publish(replace(self.controller.announced, router=None), "announce", "announced")
         sent = [p for r in records for p in r.get("parcels", ())]
         handed = pickle.dumps(sent) if sent else b""
         if sent:
@@ -146,16 +165,17 @@ class Publisher:
         return pd.DataFrame(self.rows)
 
     def migrations(self, batches: pd.DataFrame | None = None) -> list[dict]:
-        """One row per migration: from the first batch of its first version to the batch that installs its
-        last parcels; keys and bytes moved, the most rows held meanwhile, and its seconds when ``batches``
+        """One row per migration: from the batch that hands its first keys over to the batch that installs
+        its last parcels; keys and bytes moved, the most rows held meanwhile, and its seconds when ``batches``
         (``batch``, ``started``, ``duration``: :func:`~skewbench.bench.spark.summary.batch_table`) has them."""
         timeline = self.timeline().set_index("batch")
         found = []
         for v in self.controller.versions:
             if not (len(v.moves) and v.step == 1):
                 continue
-            first, last = v.first_batch, v.first_batch + v.steps  # the last step's parcels land a batch later
-            steps = [w for w in self.controller.versions if w.first_batch in range(first, last) and len(w.moves)]
+            steps = [w for w in self.controller.versions
+                     if w.first_batch in range(v.first_batch, v.first_batch + v.steps) and len(w.moves)]
+            first, last = v.handed_over_in, steps[-1].installed_in
             during = timeline.loc[first:last]
             row = {"version": v.number, "reason": v.reason, "workers": v.workers, "steps": v.steps,
                    "first_batch": first, "last_batch": last, "keys": int(sum(len(w.moves) for w in steps)),

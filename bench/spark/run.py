@@ -83,13 +83,15 @@ class Config:
     schedule: str = ""  # "BATCH:W,...": W changes at these micro-batches
     migration: str = "all-at-once"  # or "fluid"
     fluid_keys: int = 0  # fluid: the most keys moving out of or into one worker per batch
+    handover: str = "hold"  # or "ahead": the old worker hands a key's state over a batch early
     params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
 
     def live(self):
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
         from skewbench.migration import Live
 
-        return Live.of(batch_rows(self), self.rebalance_every, self.schedule, self.migration, self.fluid_keys)
+        return Live.of(batch_rows(self), self.rebalance_every, self.schedule, self.migration, self.fluid_keys,
+                       self.handover)
 
     def width(self) -> int:
         """Worker slots provisioned: the most workers the schedule ever asks for (Spark fixes the state's
@@ -223,8 +225,8 @@ def check_live(config: Config, proto) -> None:
     """``ValueError`` for live-routing options this run cannot honour (:func:`skewbench.migration.check`)."""
     live = config.live()
     if live is None:
-        if config.migration != "all-at-once" or config.fluid_keys:
-            raise ValueError("--migration and --fluid-keys need --rebalance-every or --schedule")
+        if config.migration != "all-at-once" or config.fluid_keys or config.handover != "hold":
+            raise ValueError("--migration, --fluid-keys and --handover need --rebalance-every or --schedule")
         return
     live.controller(proto, config.messages, rescale=lambda w: proto)  # its own checks first
     if config.rate > 0:

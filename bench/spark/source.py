@@ -97,12 +97,13 @@ def message_schema(stream, payload: tuple[str, ...]) -> pa.Schema:
 class SourcePartition(InputPartition):
     """Source ``source``'s messages with ``start <= seq < end``; ``t0``/``at`` fix intended times.  With
     live routing, ``batch`` is the micro-batch's index and ``version`` the routing version it routes with,
-    ``first`` whether the batch is that version's first (:mod:`~skewbench.bench.spark.live`)."""
+    ``first`` whether the batch is that version's first, ``announced`` the version announced for the next
+    batch when the hand-over is ahead (:mod:`~skewbench.bench.spark.live`)."""
 
     def __init__(self, source: int, start: int, end: int, t0: float, at: float, batch: int = 0, version: int = 0,
-                 first: bool = False):
+                 first: bool = False, announced: int | None = None):
         self.source, self.start, self.end, self.t0, self.at = source, start, end, t0, at
-        self.batch, self.version, self.first = batch, version, first
+        self.batch, self.version, self.first, self.announced = batch, version, first, announced
 
 
 class Options:
@@ -159,8 +160,9 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         if end <= start["offset"]:
             return start
         offset = {"offset": end, "t0": start["t0"], "at": now}
-        if self.o.versions:  # the batch's routing version, logged by Spark before the batch runs
-            offset |= {"batch": start["batch"] + 1, "version": live.latest(self.o.versions)}
+        if self.o.versions:  # the batch's routing version (and one announced), logged by Spark before the batch runs
+            offset |= {"batch": start["batch"] + 1, "version": live.latest(self.o.versions),
+                       "announced": live.announced(self.o.versions)}
         elif self.o.loads:  # the batch's index: which loads its sources sync to
             offset |= {"batch": start["batch"] + 1}
         return offset
@@ -170,8 +172,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
             return []
         batch, version = end.get("batch", 1) - 1, end.get("version", 0)
         first = version != start.get("version", 0)
-        return [SourcePartition(j, start["offset"], end["offset"], end["t0"], end["at"], batch, version, first)
-                for j in range(self.o.sources)]
+        return [SourcePartition(j, start["offset"], end["offset"], end["t0"], end["at"], batch, version, first,
+                                end.get("announced")) for j in range(self.o.sources)]
 
     def read(self, partition: SourcePartition):
         o = self.o
@@ -204,7 +206,7 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         yield bundles(rows, worker[order], partition.source)
         if partition.source == 0 and o.versions:
             control = live.control_bundles(o.versions, partition.batch, partition.version if partition.first else None,
-                                           o.workers)
+                                           o.workers, partition.announced)
             if control is not None:
                 yield control
         if partition.source == 0 and o.closers:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from skewbench.bench.apps.handover import Desk, sort_out
+from skewbench.bench.apps.handover import Desk, hand_over, sort_out
 from skewbench.bench.spark.delay import burn, sleep_until
 from skewbench.bench.spark.latency import handled
 
@@ -149,9 +149,10 @@ def worker(app, delay: float, mode: str, workers: int, packed: bool = False, def
             held, todo = (kept if kept is not None else app.new_state(worker)), rows[~flush]
         held, record = work_batch(app, held, todo, delay, mode, worker, TaskContext.get().partitionId(), clock)
         record["state"], record["final"] = None, False
-        if live:
-            record |= {"received": routing_live.received(rows[~flush]), "parcels": moving.sent, "held": moving.held,
-                       "released": moving.released, "duplicates": moving.duplicates}
+        if live:  # the keys handed over ahead leave after this batch's rows
+            held, handed = hand_over(app, held, worker, orders.handing)
+            record |= {"received": routing_live.received(rows[~flush]), "parcels": moving.sent + handed,
+                       "held": moving.held, "released": moving.released, "duplicates": moving.duplicates}
         if flush.any():  # the worker's last batch: what it still holds goes to the aggregator, the state to the driver
             held, final = app.finish(held)
             sent = [o for o in (record["outputs"], final) if o is not None]

@@ -49,6 +49,21 @@ def test_twenty_live_rebalances_keep_every_answer_exact(app_name, scheme):
 
 
 @pytest.mark.parametrize("app_name", sorted(APPS))
+def test_handed_over_ahead_no_row_waits_and_every_answer_stays_exact(app_name):
+    """Mixed rebalancing every batch it may, then kg scaling out and in fluidly: the old workers hand the
+    keys' state over at the end of the batch before, so the new ones install it before any of their rows."""
+    app, result = run(app_name, "mixed", rebalance_every=1, handover="ahead")
+    moving = [v.first_batch for v in migrations(result)]
+    assert len(moving) >= 20 and any(b - a == 1 for a, b in zip(moving, moving[1:]))  # none in flight between
+    assert result.timeline["held"].max() == 0 and result.timeline["released"].sum() == 0
+    assert app.same(result.answer, reference(app_name))
+    app, result = run(app_name, "kg", schedule={3: 8, 30: 5}, migration="fluid", fluid_keys=20, handover="ahead")
+    assert {v.workers for v in result.versions} == {6, 8, 5} and len(migrations(result)) > 2
+    assert result.timeline["held"].max() == 0
+    assert app.same(result.answer, reference(app_name))
+
+
+@pytest.mark.parametrize("app_name", sorted(APPS))
 def test_scaling_out_and_in_keeps_every_answer_exact_and_consistent_hashing_moves_fewer_keys(app_name):
     moved = {}
     for scheme in ("kg", "consistent"):

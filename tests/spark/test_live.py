@@ -26,6 +26,7 @@ CASES = {  # name: the run's options beyond BASE.  A rebalancing run needs 42 mi
     "mixed-wordcount": {"app": "wordcount", "scheme": "mixed", "rebalance_every": 1},
     "readj-selfjoin": {"app": "selfjoin", "scheme": "gedik-readj", "rebalance_every": 2},
     "mixed-naivebayes": {"app": "naivebayes", "scheme": "mixed", "rebalance_every": 2},
+    "mixed-ahead": {"app": "selfjoin", "scheme": "mixed", "rebalance_every": 1, "handover": "ahead"},
     "kg-in-out": {"app": "wordcount", "scheme": "kg", "schedule": "5:3,12:4", "messages": 2000},
     "consistent-in-out": {"app": "wordcount", "scheme": "consistent", "schedule": "5:3,12:4", "messages": 2000},
     "kg-fluid": {"app": "selfjoin", "scheme": "kg", "schedule": "5:3", "migration": "fluid", "fluid_keys": 10,
@@ -70,7 +71,7 @@ def simulated(name: str):
 
     c = config(name)
     live = Live(c["batch_rows"], c.get("rebalance_every", 0), parse_schedule(c["schedule"]) if "schedule" in c else {},
-                c.get("migration", "all-at-once"), c.get("fluid_keys", 0))
+                c.get("migration", "all-at-once"), c.get("fluid_keys", 0), c.get("handover", "hold"))
     return simulate(parse(FLUCTUATING, messages=c["messages"], seed=0), c["scheme"], c["workers"], c["sources"],
                     live=live)
 
@@ -98,6 +99,9 @@ def test_live_runs_are_exact_and_route_as_simulated(live_runs, name):
                                             for b in range(len(timeline))]
     if "rebalance_every" in CASES[name]:
         assert summary["migrations"] >= 20
+    if CASES[name].get("handover") == "ahead":
+        assert timeline["held"].max() == 0  # the state was handed over the batch before: no row waits
+    elif "rebalance_every" in CASES[name]:
         assert timeline["held"].max() > 0  # rows did wait for their key's state
 
 
@@ -148,6 +152,8 @@ def test_an_executor_killed_while_state_is_in_flight_changes_no_answer(live_runs
     (["--scheme", "kg", "--schedule", "3-4"], "BATCH:W pairs"),
     (["--scheme", "kg", "--schedule", "3:4", "--migration", "fluid"], "limit of keys"),
     (["--scheme", "kg", "--migration", "fluid", "--fluid-keys", "5"], "need --rebalance-every or --schedule"),
+    (["--scheme", "kg", "--handover", "ahead"], "need --rebalance-every or --schedule"),
+    (["--scheme", "kg", "--schedule", "1:4", "--handover", "ahead"], "with the hand-over ahead"),
     (["--scheme", "pkg", "--schedule", "3:4"], "splits keys"),
     (["--scheme", "kg", "--schedule", "3:4", "--rate", "1000"], "--rate 0"),
 ])
