@@ -35,14 +35,20 @@ def scaleout_spark(folder: Path) -> list[str]:
         "relative_migration"].median().to_numpy()
     lines = ["## Scale-out and scale-in on Spark — every scheme's response to a change of W", "",
              f"{len(data)} runs ({int(data['correct'].sum())} gave the single-process reference's answer, "
-             f"{int(data['sim_exact'].sum())} routed exactly as the simulator predicts). W changes at micro-batch "
-             f"{int(data['change_batch'].median())} while the stream runs; each key's state moves inside the stream "
+             f"{int(data['sim_exact'].sum())} routed exactly as the simulator predicts). The migrations start at "
+             f"micro-batch {_span(data['change_batch'])} while the stream runs (a hand-over ahead a batch before W "
+             "changes); each key's state moves inside the stream "
              "(docs/migration.md). `moved_share`: keys moved ÷ keys seen so far; `relative_migration`: that "
              "share ÷ 1/max(W, W′), the least a change of W must move (Gedik's *ideal*). Throughput per worker "
              "before the change and after the state landed; `recovery_s`: from the change until a batch carries "
              "90 % of the throughput per worker before it (Fang's response time); latency from intended arrival.",
              "", markdown(table.round(3)), "", *_timelines(folder, data), *_beside_the_papers(table)]
     return lines
+
+
+def _span(values: pd.Series) -> str:
+    low, high = int(values.min()), int(values.max())
+    return f"{low}" if low == high else f"{low}–{high}"
 
 
 def _how_state_moved(data: pd.DataFrame) -> pd.DataFrame:
