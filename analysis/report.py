@@ -54,7 +54,7 @@ def fidelity_section(folder: Path) -> list[str]:
 SECTIONS = (fidelity_section, bench.bench_results, pkg.table2, pkg.fig2, pkg.fig3, pkg.fig4, pkg.newer, dkg.dkg,
             gedik.sections, fang.sections, adaptive.adaptive, adaptive.scale_out, storm.storm, storm.offered,
             storm.aggregation, engine.levers, engine.efficiency, engine.centre, bench.dkg_spark, bench.fang_spark,
-            bench.naivebayes_spark, live.scaleout_spark, live.fang_live, live.fang_theta,
+            bench.naivebayes_spark, live.scaleout_spark, live.megaphone_spark, live.fang_live, live.fang_theta,
             bench.sustainable_spark, provenance)
 # A smoke run's report (sections.common.SMOKE_RUN) lists its runs and draws no conclusions from them.
 SMOKE_SECTIONS = (bench.smoke_runs, provenance)

@@ -58,6 +58,7 @@ import yaml
 
 from skewbench.bench.comparisons import COMPARISONS
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, canonical, parse as parse_levers
+from skewbench.migration import HANDOVERS, STRATEGIES
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
            "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params",
@@ -87,9 +88,9 @@ _FACTOR_ITEMS = {
     "levers": {"type": "string", "minLength": 1},
     "rebalance_every": {"type": "integer", "minimum": 0},
     "schedule": {"type": "string"},
-    "migration": {"enum": ["all-at-once", "fluid"]},
+    "migration": {"enum": list(STRATEGIES)},
     "fluid_keys": {"type": "integer", "minimum": 0},
-    "handover": {"enum": ["hold", "ahead"]},
+    "handover": {"enum": list(HANDOVERS)},
     "params": {"type": "string"},
     "batch_rows": _COUNT,
     "batch_rows_per_worker": _COUNT,

@@ -346,6 +346,8 @@ def add_run_options(run) -> None:
                           "(default 0: one table for the whole run; docs/migration.md)")
     run.add_argument("--schedule", metavar="BATCH:W,...",
                      help="live routing: the number of workers changes at these micro-batches, e.g. 3:6,9:4")
+    # skewbench.migration's STRATEGIES and HANDOVERS (tests/test_cli.py keeps them equal): importing it here
+    # would cost every command numba's 0.2 s
     run.add_argument("--migration", choices=("all-at-once", "fluid"), default="all-at-once",
                      help="how a plan's keys move: in one micro-batch, or a few per worker and batch (--fluid-keys)")
     run.add_argument("--fluid-keys", type=int, default=0, metavar="N",

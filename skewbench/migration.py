@@ -35,8 +35,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+import numba
 import numpy as np
 
+from skewbench.counts import add_counts, union
 from skewbench.scheme import MOVE_DTYPE, Scheme, Stats
 
 STRATEGIES = ("all-at-once", "fluid")
@@ -97,20 +99,43 @@ def fluid_steps(moves: np.ndarray, fluid_keys: int) -> list[np.ndarray]:
     worker: each move goes to the first step where both its workers still have room."""
     if fluid_keys < 1:
         raise ValueError(f"fluid migration needs fluid_keys >= 1, got {fluid_keys}")
+    if not len(moves):
+        return []
+    src, dst = moves["src"].astype(np.int64), moves["dst"].astype(np.int64)
+    workers = int(max(src.max(), dst.max())) + 1
+    # every step before a move's is full out of its source or into its destination
+    most = -(-np.bincount(src).max() // fluid_keys) + -(-np.bincount(dst).max() // fluid_keys) + 1
+    step = _first_steps_with_room(src, dst, fluid_keys, workers, most)
+    return [moves[step == s] for s in range(int(step.max()) + 1)]
+
+
+@numba.njit(cache=True)
+def _first_steps_with_room(src, dst, fluid_keys, workers, most):
+    out = np.zeros((most, workers), np.int64)  # keys leaving each worker per step
+    into = np.zeros((most, workers), np.int64)
+    step = np.empty(len(src), np.int64)
+    for i in range(len(src)):
+        a, b = src[i], dst[i]
+        s = 0
+        while out[s, a] >= fluid_keys or into[s, b] >= fluid_keys:
+            s += 1
+        step[i] = s
+        out[s, a] += 1
+        into[s, b] += 1
+    return step
+
+
+def _fluid_steps_reference(moves: np.ndarray, fluid_keys: int) -> list[np.ndarray]:
+    """Plain-Python reference for the kernel (tests compare the two)."""
     step = np.empty(len(moves), dtype=np.int64)
     out: dict[tuple[int, int], int] = {}  # (step, worker) -> keys leaving it in that step
     into: dict[tuple[int, int], int] = {}
-    first_free: dict[tuple[str, int], int] = {}  # where to start looking, per worker and direction
     for i, (src, dst) in enumerate(zip(moves["src"].tolist(), moves["dst"].tolist())):
-        s = max(first_free.get(("out", src), 0), first_free.get(("in", dst), 0))
+        s = 0
         while out.get((s, src), 0) >= fluid_keys or into.get((s, dst), 0) >= fluid_keys:
             s += 1
         step[i] = s
         out[s, src], into[s, dst] = out.get((s, src), 0) + 1, into.get((s, dst), 0) + 1
-        if out[s, src] >= fluid_keys:
-            first_free["out", src] = s + 1
-        if into[s, dst] >= fluid_keys:
-            first_free["in", dst] = s + 1
     return [moves[step == s] for s in range(int(step.max()) + 1)] if len(moves) else []
 
 
@@ -220,11 +245,8 @@ class Controller:
         its worker changes — a key only probed so far too: where it was probed, a reply may be due."""
         fps = np.ascontiguousarray(fps).view(np.uint64)
         keys, counts = np.unique(fps, return_counts=True)
-        merged, inverse = np.unique(np.r_[self._keys, keys], return_inverse=True)
-        totals = np.zeros(len(merged), np.int64)
-        np.add.at(totals, inverse, np.r_[self._counts, counts])
-        self._keys, self._counts = merged, totals
-        self._seen = np.union1d(self._seen, keys)
+        self._keys, self._counts = add_counts(self._keys, self._counts, keys, counts)
+        self._seen = union(self._seen, keys)
         width = max(len(self._loads), int(workers.max()) + 1 if len(workers) else 0)
         self._loads = np.pad(self._loads, (0, width - len(self._loads)))
         self._loads += np.bincount(np.asarray(workers, np.int64), minlength=width)

@@ -76,3 +76,12 @@ def test_speed_measures_every_scheme_by_default(tmp_path):
     from skewbench.scheme import REGISTRY
 
     assert set(pd.read_csv(out).scheme) == set(REGISTRY)
+
+
+def test_the_run_commands_migration_choices_are_the_controllers():
+    from skewbench.cli import build_parser
+    from skewbench.migration import HANDOVERS, STRATEGIES
+
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    choices = {a.dest: tuple(a.choices) for a in run._actions if a.choices}
+    assert choices["migration"] == STRATEGIES and choices["handover"] == HANDOVERS

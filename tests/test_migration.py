@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from skewbench.hashing import fingerprints
-from skewbench.migration import MOVE_DTYPE, Controller, Pinned, fluid_steps, owners
+from skewbench.migration import MOVE_DTYPE, Controller, Pinned, _fluid_steps_reference, fluid_steps, owners
 from skewbench.scheme import make_scheme
 
 
@@ -27,6 +27,14 @@ def test_fluid_steps_keep_every_move_once_and_the_limit_per_worker_and_direction
         assert np.bincount(step["dst"], minlength=6).max() <= 3
     assert len(steps) >= -(-200 // (6 * 3))  # at most 3 keys leave each of the 6 workers per step
     assert len(fluid_steps(moves, fluid_keys=1000)) == 1
+
+
+@pytest.mark.parametrize("workers, fluid_keys", [(2, 1), (6, 3), (11, 40), (30, 7)])
+def test_the_fluid_steps_kernel_equals_its_plain_reference(workers, fluid_keys):
+    rng = np.random.default_rng(workers)
+    moves = moves_of([tuple(rng.choice(workers, 2, replace=False)) for _ in range(3000)])
+    got, want = fluid_steps(moves, fluid_keys), _fluid_steps_reference(moves, fluid_keys)
+    assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
 
 
 def test_a_pinned_router_sends_its_keys_to_their_workers_and_the_rest_as_its_base():

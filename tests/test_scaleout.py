@@ -81,6 +81,35 @@ def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
     assert scaleout_spark(tmp_path / "nothing") == []
 
 
+def test_the_megaphone_section_compares_fluid_with_all_at_once_per_change_with_intervals(tmp_path):
+    from skewbench.analysis.sections.live import megaphone_spark
+
+    rows = []
+    points = ((11, "all-at-once", 0, (1.4, 1.5, 1.6)), (11, "fluid", 20, (1.0, 1.1, 1.2)),
+              (9, "all-at-once", 0, (1.4, 1.5, 1.6)), (9, "fluid", 40, (1.3, 1.5, 1.7)))
+    for final, migration, fluid_keys, p99s in points:
+        for seed, p99 in enumerate(p99s):
+            run = f"{final}-{migration}-{fluid_keys}-{seed}"
+            t = timeline([5, 100, 100, 40, 70, 95, 96, 97], [10, 10, 10, *[final] * 5], p99=p99)
+            (tmp_path / "runs" / run).mkdir(parents=True)
+            t.to_parquet(tmp_path / "runs" / run / "timeline.parquet")
+            measured = response(t, [{"first_batch": 2, "last_batch": 4, "plan_seconds": 0.0, "keys": 900,
+                                     "seen_keys": 1000}])
+            rows.append({"scheme": "kg", "workers": 10, "final_workers": final, "schedule": f"3:{final}",
+                         "migration": migration, "fluid_keys": fluid_keys, "handover": "ahead", "correct": True,
+                         "sim_exact": seed > 0, "migrated_keys": 900, "migrated_bytes": 2e7, "run": run, **measured})
+    pd.DataFrame(rows).to_csv(tmp_path / "megaphone.csv", index=False)
+    text = "\n".join(megaphone_spark(tmp_path))
+    assert "12 runs (12 gave the reference's answer, 8 routed exactly" in text
+    assert "kg changes W at micro-batch 3;" in text
+    assert "| out 10→11 | fluid, 20 keys | 900 | 20 | 3 |" in text and (tmp_path / "megaphone.png").stat().st_size
+    assert "- out 10→11, fluid, 20 keys: p99 during the migration 1.1 [1, 1.2] s against all at once's " \
+           "1.5 [1.4, 1.6] s — fluid better." in text
+    assert "- in 10→9, fluid, 40 keys: p99 during the migration 1.5 [1.3, 1.7] s" in text
+    assert "— not distinguishable." in text
+    assert megaphone_spark(tmp_path / "nothing") == []
+
+
 def test_the_fang_live_section_draws_each_measure_against_f_with_fangs_observations(tmp_path):
     from skewbench.analysis.sections.live import fang_live
 

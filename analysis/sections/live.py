@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from skewbench.analysis.repeats import CI_BARS
+from skewbench.analysis.repeats import CI_BARS, compare, interval
 from skewbench.analysis.sections.common import figure, markdown, study_table
 
 THETA = 0.08  # Fang's default θmax, the table schemes' default (skewbench.schemes.fang)
@@ -26,8 +26,7 @@ def scaleout_spark(folder: Path) -> list[str]:
     if data is None or data.empty or "moved_share" not in data:
         return []
     data = _how_state_moved(data.reindex(columns=[*data.columns, *(c for c in MEASURES if c not in data)]))
-    data = data.assign(change=[f"{'out' if f > w else 'in'} {w}→{f}" for w, f in zip(data["workers"],
-                                                                                   data["final_workers"])])
+    data = data.assign(change=_changes(data))
     table = data.groupby(["change", "scheme", "migration"], sort=False)[MEASURES].median().reset_index()
     ideal = 1 / data[["workers", "final_workers"]].max(axis=1)  # the least state a change of W must move
     data = data.assign(relative_migration=data["moved_share"] / ideal)
@@ -46,6 +45,11 @@ def scaleout_spark(folder: Path) -> list[str]:
     return lines
 
 
+def _changes(data: pd.DataFrame) -> list[str]:
+    """Each run's change of W, e.g. "out 10→11"."""
+    return [f"{'out' if f > w else 'in'} {w}→{f}" for w, f in zip(data["workers"], data["final_workers"])]
+
+
 def _span(values: pd.Series) -> str:
     low, high = int(values.min()), int(values.max())
     return f"{low}" if low == high else f"{low}–{high}"
@@ -59,20 +63,22 @@ def _how_state_moved(data: pd.DataFrame) -> pd.DataFrame:
     return data.assign(migration=data["migration"].where(~ahead, data["migration"] + ", ahead"))
 
 
+def _batches(folder: Path, data: pd.DataFrame) -> pd.DataFrame | None:
+    """The timelines of ``data``'s runs (kept run folders only), each row with its run's columns."""
+    frames = [pd.read_parquet(folder / "runs" / run / "timeline.parquet").assign(run=run) for run in data["run"]
+              if (folder / "runs" / run / "timeline.parquet").exists()]
+    return pd.concat(frames).merge(data, on="run", suffixes=("", "_run")) if frames else None
+
+
 def _timelines(folder: Path, data: pd.DataFrame) -> list[str]:
     """Throughput and the latency's maximum per micro-batch, one line per scheme (kept run folders only)."""
-    frames = []
-    for run, scheme, change, migration in zip(data["run"], data["scheme"], data["change"], data["migration"]):
-        path = folder / "runs" / run / "timeline.parquet"
-        if path.exists():
-            t = pd.read_parquet(path)
-            frames.append(pd.DataFrame({"batch": t["batch"], "scheme": scheme + ("" if migration == "all-at-once"
-                                                                              else f" ({migration})"),
-                                        "change": change, "messages/s": t["messages_done"] / t["duration"],
-                                        "latency max (s)": t["latency_max"]}))
-    if not frames:
+    t = _batches(folder, data)
+    if t is None:
         return []
-    long = pd.concat(frames).melt(id_vars=["batch", "scheme", "change"], var_name="measure")
+    t = t.assign(scheme=t["scheme"].where(t["migration"] == "all-at-once", t["scheme"] + " (" + t["migration"] + ")"))
+    t["messages/s"], t["latency max (s)"] = t["messages_done"] / t["duration"], t["latency_max"]
+    long = t[["batch", "scheme", "change", "messages/s", "latency max (s)"]].melt(
+        id_vars=["batch", "scheme", "change"], var_name="measure")
     grid = sns.relplot(data=long, x="batch", y="value", hue="scheme", row="measure", col="change", kind="line",
                        marker="o", height=2.6, aspect=1.5, facet_kws={"sharey": "row"})
     grid.set_titles("{col_name} — {row_name}").set(ylabel="")
@@ -122,6 +128,47 @@ def _fluid_beside_all_at_once(table: pd.DataFrame) -> list[str]:
                          f"{w['migration_batches']:.0f} (peak {f['latency_peak_s']:.2f} s against "
                          f"{w['latency_peak_s']:.2f} s; steady p99 {w['latency_p99_before_s']:.2f} s): {verdict} "
                          f"({why}; docs/migration.md).")
+    return lines
+
+
+def megaphone_spark(folder: Path) -> list[str]:
+    """Megaphone's comparison with a state whose move costs time: the latency p99 during a migration, fluid
+    against all at once, on the same stream and plan (the megaphone study)."""
+    data = study_table(folder, "megaphone")
+    if data is None or data.empty or "latency_p99_migration_s" not in data:
+        return []
+    data = data.assign(change=_changes(data), migration=[
+        "all at once" if m == "all-at-once" else f"fluid, {k:,.0f} keys" for m, k in
+        zip(data["migration"], data["fluid_keys"])], migrated_mb=data["migrated_bytes"] / 1e6)
+    measures = ["migrated_keys", "migrated_mb", "migration_batches", "migration_s", "latency_p99_before_s",
+                "latency_p99_migration_s", "latency_peak_s", "recovery_s"]
+    table = data.groupby(["change", "migration"], sort=False)[measures].median().reset_index()
+    changed_at = _span(data["schedule"].str.split(":").str[0].astype(int))
+    lines = ["## Fluid against all-at-once migration of a large state on Spark (Megaphone's comparison)", "",
+             f"{len(data)} runs ({int(data['correct'].sum())} gave the reference's answer, "
+             f"{int(data['sim_exact'].sum())} routed exactly as the simulator predicts). "
+             f"{', '.join(data['scheme'].unique())} changes W at micro-batch {changed_at}; the state is handed "
+             "over ahead (no row waits for it), in one step or at most so many keys out of and into any worker "
+             "per batch. The p99 during the migration is the largest of its batches' p99 (medians of the runs "
+             "below; the verdicts compare means with their 95 % intervals).", "", markdown(table.round(3)), ""]
+    batches = _batches(folder, data)
+    if batches is not None:
+        grid = sns.relplot(data=batches, x="batch", y="latency_p99", hue="migration", col="change", kind="line",
+                           marker="o", height=2.8, aspect=1.4, **CI_BARS)
+        grid.set_titles("{col_name}").set(ylabel="latency p99 of the batch (s)")
+        lines += [figure(folder, "megaphone", grid), ""]
+    return lines + ["Beside Megaphone (Hoffmann et al., VLDB 2019: fluid migration keeps the latency during a "
+                    "migration lower than all at once):", "", *_fluid_verdicts(data), ""]
+
+
+def _fluid_verdicts(data: pd.DataFrame) -> list[str]:
+    lines = []
+    for change, runs in data.groupby("change", sort=False):
+        whole = interval(runs.loc[runs["migration"] == "all at once", "latency_p99_migration_s"])
+        for migration, fluid in runs[runs["migration"] != "all at once"].groupby("migration", sort=False):
+            steps = interval(fluid["latency_p99_migration_s"])
+            lines.append(f"- {change}, {migration}: p99 during the migration {steps} s against all at once's "
+                         f"{whole} s — {compare(steps, whole, 'fluid', 'all at once')}.")
     return lines
 
 

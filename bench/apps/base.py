@@ -114,20 +114,6 @@ def stream_rows(stream: Stream, app: App, sources: np.ndarray | None = None) -> 
     return frame
 
 
-# -- counts keyed by fingerprint ------------------------------------------------------------------------
-
-def add_counts(keys: np.ndarray, counts: np.ndarray, new_keys: np.ndarray,
-               new_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge ``(new_keys, new_counts)`` into sorted unique ``keys`` with ``counts`` (rows may be 2-D)."""
-    if counts.ndim == 2:  # pad to the wider of the two (Naive Bayes grows a class column on demand)
-        width = max(counts.shape[1], new_counts.shape[1])
-        counts, new_counts = (np.pad(c, ((0, 0), (0, width - c.shape[1]))) for c in (counts, new_counts))
-    all_keys, inverse = np.unique(np.concatenate([keys, new_keys]), return_inverse=True)
-    merged = np.zeros((len(all_keys), *counts.shape[1:]), dtype=np.int64)
-    np.add.at(merged, inverse, np.concatenate([counts, new_counts]))
-    return all_keys, merged
-
-
 class App:
     """One streaming application; see the module docstring and ``/work/briefs/common-issue4.md``."""
 

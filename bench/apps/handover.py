@@ -141,11 +141,14 @@ def batch_orders(first, announced, width: int) -> list[Orders]:
 def _pairs(version, width: int) -> tuple[list, list]:
     """Per worker, one ``(version, other worker, keys)`` per pair of workers a key of ``version`` moves
     between: what leaves it, what arrives."""
-    fps, moves = version.moves["key"].view(np.int64), version.moves
+    moves = version.moves
+    pair = moves["src"].astype(np.int64) * width + moves["dst"]
+    order = np.argsort(pair, kind="stable")  # by pair, the plan's order within one (a million moves: 0.1 s)
+    pairs, starts = np.unique(pair[order], return_index=True)
     leaving = [[] for _ in range(width)]
     arriving = [[] for _ in range(width)]
-    for src, dst in sorted({(int(a), int(b)) for a, b in zip(moves["src"], moves["dst"])}):
-        mine = fps[(moves["src"] == src) & (moves["dst"] == dst)]
+    keys = np.split(moves["key"].view(np.int64)[order], starts[1:])
+    for src, dst, mine in zip((pairs // width).tolist(), (pairs % width).tolist(), keys):
         leaving[src].append((version.number, dst, mine))
         arriving[dst].append((version.number, src, mine))
     return leaving, arriving

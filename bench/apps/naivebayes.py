@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.apps.base import App, add_counts, copies, register_app
+from skewbench.bench.apps.base import App, copies, register_app
+from skewbench.counts import add_counts
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "doc", "fp", "label"]

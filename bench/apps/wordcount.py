@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.apps.base import App, Copies, add_counts, key_labels, register_app
+from skewbench.bench.apps.base import App, Copies, key_labels, register_app
+from skewbench.counts import add_counts
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "key", "fp", "count"]

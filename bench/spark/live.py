@@ -6,8 +6,8 @@ In the run's checkpoint folder, ``routing/``:
 * ``version-NNNNNN.pickle`` — routing version NNNNNN (:class:`~skewbench.migration.Version`), published by
   the driver in ``foreachBatch`` of the batch before its first; ``latest`` — the newest one's number;
 * ``announce-NNNNNN.pickle`` — with the hand-over ``ahead``, version NNNNNN's moves (no router), published
-  two batches before its first, so that the batch between hands its keys' state over; ``announced`` — the
-  newest one's number;
+  two batches before its first, so that the batch between hands its keys' state over; ``announced`` — its
+  number, while the next batch is that batch;
 * ``parcels-NNNNNN.pickle`` — the state that workers handed over in batch NNNNNN − 1
   (:class:`~skewbench.bench.apps.handover.Parcel`), delivered with batch NNNNNN.
 
@@ -87,13 +87,12 @@ def parcels(folder: str, batch: int) -> list:
 
 def control_bundles(folder: str, batch: int, first_of: int | None, width: int, announced: int | None = None):
     """Source 0's control bundles for ``batch``: every worker's orders (when the batch is the first of
-    version ``first_of``, or hands over for version ``announced`` when that one's first is the next) and
+    version ``first_of``, or hands over for version ``announced``, in force from the next batch) and
     the parcels addressed to it; None when no worker has any."""
     from skewbench.bench.spark.source import BUNDLE_ARROW
 
     ahead = pickle.loads((Path(folder) / f"announce-{announced:06d}.pickle").read_bytes()) \
         if announced is not None else None
-    ahead = ahead if ahead is not None and ahead.first_batch == batch + 1 else None
     orders = batch_orders(version(folder, first_of) if first_of is not None else None, ahead, width)
     delivered = parcels(folder, batch)
     rows = [(w, pickle.dumps((orders[w], [p for p in delivered if p.dst == w]))) for w in range(width)
@@ -147,6 +146,8 @@ class Publisher:
             self._publish(nxt)
         if self.controller.announced is not None:  # its moves only: the router in force is published later
             self._publish(replace(self.controller.announced, router=None), "announce", "announced")
+        else:  # the next batch hands nothing over
+            (self.folder / "announced").unlink(missing_ok=True)
         sent = [p for r in records for p in r.get("parcels", ())]
         handed = pickle.dumps(sent) if sent else b""
         if sent:
