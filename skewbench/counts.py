@@ -16,6 +16,11 @@ def union(keys: np.ndarray, new: np.ndarray) -> np.ndarray:
     return np.insert(keys, at[~found], new[~found])
 
 
+def difference(keys: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """The sorted unique ``keys`` that are not in the sorted unique ``other``."""
+    return keys[~_find(other, keys)[1]]
+
+
 def add_counts(keys: np.ndarray, counts: np.ndarray, new_keys: np.ndarray,
                new_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Merge ``(new_keys, new_counts)`` (any order, repeats summed) into the sorted unique ``keys`` with

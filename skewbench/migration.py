@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 import numba
 import numpy as np
 
-from skewbench.counts import add_counts, union
+from skewbench.counts import add_counts, difference, union
 from skewbench.scheme import MOVE_DTYPE, Scheme, Stats
 
 STRATEGIES = ("all-at-once", "fluid")
@@ -230,7 +230,7 @@ class Controller:
         self.announced: Version | None = None
         self._pending: list[Version] = []  # the later steps of a fluid migration
         self._seen = np.empty(0, np.uint64)
-        self._planned = np.empty(0, np.uint64)  # the keys seen when the migration under way was planned
+        self._late = np.empty(0, np.uint64)  # the keys first seen since the migration under way was planned
         self._keys, self._counts = np.empty(0, np.uint64), np.empty(0, np.int64)
         self._loads = np.zeros(router.workers, np.int64)
         self._now = 0.0
@@ -246,7 +246,8 @@ class Controller:
         fps = np.ascontiguousarray(fps).view(np.uint64)
         keys, counts = np.unique(fps, return_counts=True)
         self._keys, self._counts = add_counts(self._keys, self._counts, keys, counts)
-        self._seen = union(self._seen, keys)
+        fresh = difference(keys, self._seen)
+        self._seen, self._late = union(self._seen, fresh), union(self._late, fresh)
         width = max(len(self._loads), int(workers.max()) + 1 if len(workers) else 0)
         self._loads = np.pad(self._loads, (0, width - len(self._loads)))
         self._loads += np.bincount(np.asarray(workers, np.int64), minlength=width)
@@ -300,13 +301,13 @@ class Controller:
             return []
         self._keys, self._counts = np.empty(0, np.uint64), np.empty(0, np.int64)
         self._loads[:] = 0
-        self._planned = self._seen.copy()
+        self._late = np.empty(0, np.uint64)
         return steps
 
     def _pin_late(self, version: Version) -> Version:
         """``version`` with the keys first seen after its plan kept where the router in force sends them:
         their state is there, and no order moves it."""
-        late = np.setdiff1d(self._seen, self._planned, assume_unique=True)
+        late = self._late
         if not len(late):
             return version
         before, after = owners(self.current.router, late), owners(version.router, late)

@@ -1,10 +1,11 @@
-"""Counts per key merged by binary search (skewbench.counts) equal the sort-everything reference."""
+"""Counts per key merged by binary search (skewbench.counts) equal the sort-everything reference, and the
+sorted set operations numpy's."""
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skewbench.counts import add_counts, union
+from skewbench.counts import add_counts, difference, union
 
 keys = st.lists(st.integers(0, 50), max_size=40)
 
@@ -48,3 +49,10 @@ def test_add_counts_pads_rows_to_the_wider(held, new, classes):
 def test_union_equals_union1d(held, new):
     a, b = np.unique(np.array(held, np.uint64)), np.unique(np.array(new, np.uint64))
     assert np.array_equal(union(a, b), np.union1d(a, b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(held=keys, other=keys)
+def test_difference_equals_setdiff1d(held, other):
+    a, b = np.unique(np.array(held, np.uint64)), np.unique(np.array(other, np.uint64))
+    assert np.array_equal(difference(a, b), np.setdiff1d(a, b))
