@@ -10,15 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 
-def union(keys: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """The sorted unique ``keys`` with the sorted unique ``new`` added."""
+def union(keys: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted unique ``keys`` with the sorted unique ``new`` added, and those of ``new`` not in ``keys``."""
     at, found = _find(keys, new)
-    return np.insert(keys, at[~found], new[~found])
-
-
-def difference(keys: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """The sorted unique ``keys`` that are not in the sorted unique ``other``."""
-    return keys[~_find(other, keys)[1]]
+    return np.insert(keys, at[~found], new[~found]), new[~found]
 
 
 def add_counts(keys: np.ndarray, counts: np.ndarray, new_keys: np.ndarray,

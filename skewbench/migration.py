@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 import numba
 import numpy as np
 
-from skewbench.counts import add_counts, difference, union
+from skewbench.counts import add_counts, union
 from skewbench.scheme import MOVE_DTYPE, Scheme, Stats
 
 STRATEGIES = ("all-at-once", "fluid")
@@ -246,8 +246,9 @@ class Controller:
         fps = np.ascontiguousarray(fps).view(np.uint64)
         keys, counts = np.unique(fps, return_counts=True)
         self._keys, self._counts = add_counts(self._keys, self._counts, keys, counts)
-        fresh = difference(keys, self._seen)
-        self._seen, self._late = union(self._seen, fresh), union(self._late, fresh)
+        self._seen, fresh = union(self._seen, keys)
+        if self.handover == "ahead":  # only a hand-over ahead pins the keys first seen since its plan
+            self._late, _ = union(self._late, fresh)
         width = max(len(self._loads), int(workers.max()) + 1 if len(workers) else 0)
         self._loads = np.pad(self._loads, (0, width - len(self._loads)))
         self._loads += np.bincount(np.asarray(workers, np.int64), minlength=width)
