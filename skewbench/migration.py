@@ -20,7 +20,8 @@ Two strategies, after Megaphone (Hoffmann et al., VLDB 2019):
 * ``all-at-once`` — one version moves every key of the plan;
 * ``fluid`` — the plan's moves are split over consecutive versions, each moving at most ``fluid_keys``
   keys out of and into any one worker; the keys not yet moved stay where their state is
-  (:class:`Pinned`), so the scheme's plan is in force once the last step is.
+  (:class:`Staged`: every step's router shares one :class:`Plan`, published once), so the scheme's
+  plan is in force once the last step is.
 
 Everything here is a deterministic function of the messages and the scheme, so the simulator and the
 cluster publish the same versions at the same batches.  Key-affine schemes only (one worker per key at a
@@ -56,9 +57,11 @@ class Pinned(Scheme):
         super().__init__(base.workers, base.seed)
 
     def reset(self) -> None:
-        order = np.argsort(np.asarray(self.keys, dtype=np.uint64), kind="stable")
-        self._keys = np.asarray(self.keys, dtype=np.uint64)[order]
-        self._to = np.asarray(self.to, dtype=np.int64)[order]
+        keys, to = np.asarray(self.keys, dtype=np.uint64), np.asarray(self.to, dtype=np.int64)
+        if len(keys) and not (keys[1:] > keys[:-1]).all():  # sorted already: share the arrays (pickled once)
+            order = np.argsort(keys, kind="stable")
+            keys, to = keys[order], to[order]
+        self._keys, self._to = keys, to
 
     def spawn(self) -> Pinned:
         return Pinned(self.base.spawn(), self.keys, self.to)
@@ -80,6 +83,64 @@ class Pinned(Scheme):
 
     def table_size(self) -> int:
         return self.base.table_size() + len(self._keys)
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """One fluid migration's moves, sorted by key: ``src`` the worker each key's state is on, ``step`` the
+    step (from 1) whose version moves it.  Immutable and shared by the routers of all its steps, so the
+    cluster publishes it once (:mod:`skewbench.bench.spark.live`), not once a step; ``number`` names it."""
+
+    number: int
+    keys: np.ndarray
+    src: np.ndarray
+    step: np.ndarray
+
+    @classmethod
+    def of(cls, number: int, steps: list[np.ndarray]) -> Plan:
+        moves = np.concatenate(steps)
+        step = np.concatenate([np.full(len(group), i + 1, np.int64) for i, group in enumerate(steps)])
+        order = np.argsort(moves["key"], kind="stable")
+        arrays = moves["key"][order].astype(np.uint64), moves["src"][order].astype(np.int64), step[order]
+        for array in arrays:
+            array.flags.writeable = False
+        return cls(number, *arrays)
+
+    def __deepcopy__(self, memo) -> Plan:
+        return self  # immutable: a copied router shares it
+
+
+class Staged(Pinned):
+    """Step ``step`` of a fluid migration: ``base`` (the plan's router), except that the keys of ``plan``
+    moved by a later step still go to the workers their state is on."""
+
+    def __init__(self, base: Scheme, plan: Plan, step: int):
+        self.plan, self.step = plan, step
+        super().__init__(base, plan.keys, plan.src)
+
+    def reset(self) -> None:
+        self._keys, self._to = self.plan.keys, self.plan.src
+
+    def spawn(self) -> Staged:
+        return Staged(self.base.spawn(), self.plan, self.step)
+
+    def __getstate__(self) -> dict:  # the plan's arrays travel with the plan (published once), not here
+        return {k: v for k, v in self.__dict__.items() if k not in ("keys", "to", "_keys", "_to")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.keys, self.to = self.plan.keys, self.plan.src
+        self.reset()
+
+    def _pin(self, fps: np.ndarray, routes: np.ndarray) -> np.ndarray:
+        if not len(self._keys) or not len(fps):
+            return routes
+        at = np.minimum(np.searchsorted(self._keys, fps), len(self._keys) - 1)
+        hit = (self._keys[at] == fps) & (self.plan.step[at] > self.step)
+        return np.where(hit, self._to[at], routes)
+
+    def table_size(self) -> int:
+        return self.base.table_size() + int((self.plan.step > self.step).sum())
 
 
 def unpinned(router: Scheme) -> Scheme:
@@ -341,10 +402,10 @@ class Controller:
         moves = np.empty(len(changed), MOVE_DTYPE)
         moves["key"], moves["src"], moves["dst"] = self._seen[changed], before[changed], after[changed]
         groups = [moves] if self.strategy == "all-at-once" or not len(moves) else fluid_steps(moves, self.fluid_keys)
+        plan = Plan.of(len(self.versions), groups) if len(groups) > 1 else None
         versions = []
         for i, group in enumerate(groups):
-            later = np.concatenate([moves[:0], *groups[i + 1:]])
-            router = new if not len(later) else Pinned(new, later["key"], later["src"])
+            router = new if i + 1 == len(groups) else Staged(new, plan, i + 1)
             versions.append(Version(0, batch, router, group, target, reason, i + 1, len(groups),
                                     seconds if i == 0 else 0.0, len(self._seen), self.handover))
         return versions

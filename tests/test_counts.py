@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skewbench.counts import add_counts, union
+from skewbench.counts import add_counts, present, union
 
 keys = st.lists(st.integers(0, 50), max_size=40)
 
@@ -51,3 +51,10 @@ def test_union_equals_union1d_with_the_keys_new_to_it(held, new):
     merged, fresh = union(a, b)
     assert np.array_equal(merged, np.union1d(a, b)) and np.array_equal(fresh, np.setdiff1d(b, a))
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(held=keys, among=keys, dtype=st.sampled_from([np.int64, np.uint64]))
+def test_present_equals_isin(held, among, dtype):
+    a, b = np.unique(np.array(held, dtype)), np.array(among, dtype)  # ``among`` in any order, with repeats
+    assert np.array_equal(present(a, b), np.isin(a, b))

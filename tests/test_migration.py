@@ -2,11 +2,13 @@
 
 The apps' answers under migration are in tests/apps/test_handover.py."""
 
+import copy
+
 import numpy as np
 import pytest
 
 from skewbench.hashing import fingerprints
-from skewbench.migration import MOVE_DTYPE, Controller, Pinned, _fluid_steps_reference, fluid_steps, owners
+from skewbench.migration import MOVE_DTYPE, Controller, Pinned, Staged, _fluid_steps_reference, fluid_steps, owners
 from skewbench.scheme import make_scheme
 
 
@@ -89,6 +91,48 @@ def test_a_fluid_migration_publishes_its_steps_on_consecutive_batches_and_ends_a
     assert len(steps) == steps[0].steps > 1 and [v.first_batch for v in steps] == list(range(1, 1 + len(steps)))
     assert all(np.bincount(v.moves["dst"], minlength=7).max() <= 20 for v in steps)
     assert np.array_equal(owners(versions[-1].router, fps), owners(make_scheme("kg", 7), fps))
+
+
+def test_a_fluid_step_keeps_the_keys_of_later_steps_where_their_state_is_and_shares_one_plan():
+    fps = fingerprints(np.random.default_rng(1).zipf(1.2, 20_000) % 4000)
+    old, new = make_scheme("kg", 6), make_scheme("kg", 8)
+    controller = Controller(old, batches=50, schedule={1: 8}, strategy="fluid", fluid_keys=30,
+                            rescale=lambda w: make_scheme("kg", w))
+    controller.observe(fps, owners(old, fps))
+    [controller.after(b) for b in range(50)]
+    steps = [v for v in controller.versions if v.reason == "scale"]
+    step_of = {int(k): v.step for v in steps for k in v.moves["key"]}
+    keys = np.unique(fps)
+    for v in steps[:-1]:
+        assert isinstance(v.router, Staged) and v.router.plan is steps[0].router.plan
+        later = np.array([step_of.get(int(k), 0) > v.step for k in keys])
+        want = np.where(later, owners(old, keys), owners(new, keys))
+        assert np.array_equal(owners(v.router, keys), want)
+        twin = copy.deepcopy(v.router)
+        assert twin.plan is v.router.plan and np.array_equal(owners(twin, keys), want)
+        assert "keys" not in v.router.__getstate__()  # its plan's arrays travel with the plan
+    assert not isinstance(steps[-1].router, Pinned)
+
+
+def test_the_cluster_publishes_a_fluid_plan_once_and_each_step_refers_to_it(tmp_path):
+    from skewbench.bench.spark import live
+
+    fps = fingerprints(np.arange(30_000))
+    controller = Controller(make_scheme("kg", 6), batches=50, schedule={1: 8}, strategy="fluid", fluid_keys=500,
+                            rescale=lambda w: make_scheme("kg", w))
+    controller.observe(fps, np.zeros(len(fps), np.int64))
+    publisher = live.Publisher(tmp_path, controller, stream=None)
+    for b in range(50):
+        if (v := controller.after(b)).number and not (tmp_path / f"version-{v.number:06d}.pickle").exists():
+            publisher._publish(v)
+    steps = [v for v in controller.versions if v.reason == "scale"]
+    plans = list(tmp_path.glob("plan-*.pickle"))
+    assert len(steps) > 3 and [p.name for p in plans] == [f"plan-{steps[0].number:06d}.pickle"]
+    for v in steps:
+        assert (tmp_path / f"version-{v.number:06d}.pickle").stat().st_size < plans[0].stat().st_size / 2
+        loaded = live.version(str(tmp_path), v.number)
+        assert np.array_equal(owners(loaded.router, fps), owners(v.router, fps))
+        assert np.array_equal(loaded.moves, v.moves)
 
 
 def test_ahead_a_version_is_announced_a_batch_before_it_routes_and_the_keys_first_seen_between_stay_put():

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import App, copies, register_app
-from skewbench.counts import add_counts
+from skewbench.counts import add_counts, present
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "doc", "fp", "label"]
@@ -128,7 +128,7 @@ class NaiveBayes(App):
     def take(self, state, fps, to):
         """The counts of the words ``fps``; the worker remembers where they went, so that a query it
         answered before they left gets its reply from their new worker (:meth:`combine`)."""
-        going = np.isin(state["fps"], fps)
+        going = present(state["fps"], fps)
         gone_fps, gone_to = state.get("gone", (np.empty(0, np.int64), np.empty(0, np.int64)))
         stay = ~np.isin(gone_fps, fps)
         gone_fps, gone_to = np.r_[gone_fps[stay], fps], np.r_[gone_to[stay], np.full(len(fps), to)]

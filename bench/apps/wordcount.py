@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import App, Copies, key_labels, register_app
-from skewbench.counts import add_counts
+from skewbench.counts import add_counts, present
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "key", "fp", "count"]
@@ -124,7 +124,7 @@ class WordCount(App):
 
     def take(self, state, fps, to):
         """The counters of ``fps`` not yet sent (all of them with ``period=0``: they only count on)."""
-        going = np.isin(state["fps"], fps)
+        going = present(state["fps"], fps)
         columns = ("fps", "counts", "keys") if "keys" in state else ("fps", "counts")
         part = {c: state[c][going] for c in columns}
         left = {**state, **{c: state[c][~going] for c in columns}}

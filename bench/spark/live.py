@@ -5,6 +5,8 @@ In the run's checkpoint folder, ``routing/``:
 
 * ``version-NNNNNN.pickle`` — routing version NNNNNN (:class:`~skewbench.migration.Version`), published by
   the driver in ``foreachBatch`` of the batch before its first; ``latest`` — the newest one's number;
+* ``plan-NNNNNN.pickle`` — a fluid migration's :class:`~skewbench.migration.Plan`, whose first step is
+  version NNNNNN: its steps' files refer to it;
 * ``announce-NNNNNN.pickle`` — with the hand-over ``ahead``, version NNNNNN's moves (no router), published
   two batches before its first, so that the batch between hands its keys' state over; ``announced`` — its
   number, while the next batch is that batch;
@@ -20,6 +22,7 @@ control bundle (:func:`control_bundles`).
 
 from __future__ import annotations
 
+import io
 import pickle
 import uuid
 from dataclasses import replace
@@ -32,7 +35,7 @@ import pyarrow as pa
 
 from skewbench.bench.apps.handover import Orders, batch_orders
 from skewbench.bench.spark.latency import handled, seqs
-from skewbench.migration import Controller, Version
+from skewbench.migration import Controller, Plan, Version
 
 #: The ``source`` of a control bundle (a worker's orders and parcels for the batch).
 CONTROL = -1
@@ -75,9 +78,38 @@ def _version_bytes(folder: str, number: int) -> bytes:
     return (Path(folder) / f"version-{number:06d}.pickle").read_bytes()
 
 
+@lru_cache(maxsize=2)
+def _plan(folder: str, number: int) -> Plan:
+    return pickle.loads((Path(folder) / f"plan-{number:06d}.pickle").read_bytes())
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a version with its fluid migration's :class:`~skewbench.migration.Plan` as a reference to
+    the plan's own file, written once: a step's file then holds its moves, not every key of the plan."""
+
+    def __init__(self, file, folder: Path):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.folder = folder
+
+    def persistent_id(self, obj):
+        if not isinstance(obj, Plan):
+            return None
+        write_once(self.folder / f"plan-{obj.number:06d}.pickle", pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+        return obj.number
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file, folder: str):
+        super().__init__(file)
+        self.folder = folder
+
+    def persistent_load(self, number: int) -> Plan:
+        return _plan(self.folder, number)  # one copy per process, shared by the plan's steps
+
+
 def version(folder: str, number: int) -> Version:
     """Version ``number``, with a router of its own (routing may change a router's estimates)."""
-    return pickle.loads(_version_bytes(folder, number))
+    return _Unpickler(io.BytesIO(_version_bytes(folder, number)), folder).load()
 
 
 def parcels(folder: str, batch: int) -> list:
@@ -126,7 +158,9 @@ class Publisher:
         self._publish(controller.current)
 
     def _publish(self, v: Version, kind: str = "version", pointer: str = "latest") -> None:
-        write_once(self.folder / f"{kind}-{v.number:06d}.pickle", pickle.dumps(v))
+        data = io.BytesIO()
+        _Pickler(data, self.folder).dump(v)
+        write_once(self.folder / f"{kind}-{v.number:06d}.pickle", data.getvalue())
         (self.folder / f"{pointer}.part").write_text(str(v.number))
         (self.folder / f"{pointer}.part").replace(self.folder / pointer)
 
@@ -160,6 +194,7 @@ class Publisher:
                           "parcels": len(sent), "held": sum(r.get("held", 0) for r in records),
                           "released": sum(r.get("released", 0) for r in records),
                           "duplicates": sum(r.get("duplicates", 0) for r in records),
+                          "migrating_seconds": max((r.get("migrating_seconds", 0.0) for r in records), default=0.0),
                           "plan_seconds": current.plan_seconds if current.first_batch == batch else 0.0})
 
     def timeline(self) -> pd.DataFrame:

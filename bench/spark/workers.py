@@ -141,18 +141,22 @@ def worker(app, delay: float, mode: str, workers: int, packed: bool = False, def
         flush = (rows["role"] == "flush").to_numpy()
         kept = pickle.loads(state.get[0]) if state.exists else None
         if live:
+            began = time.perf_counter()
             held, desk = kept if kept is not None else (app.new_state(worker), Desk())
             orders, parcels = routing_live.orders_and_parcels(bundles[control])
             moving = sort_out(app, held, desk, worker, rows[~flush], orders, parcels)
             held, todo = moving.state, moving.ready
+            migrating = time.perf_counter() - began
         else:
             held, todo = (kept if kept is not None else app.new_state(worker)), rows[~flush]
         held, record = work_batch(app, held, todo, delay, mode, worker, TaskContext.get().partitionId(), clock)
         record["state"], record["final"] = None, False
         if live:  # the keys handed over ahead leave after this batch's rows
+            began = time.perf_counter()
             held, handed = hand_over(app, held, worker, orders.handing)
             record |= {"received": routing_live.received(rows[~flush]), "parcels": moving.sent + handed,
-                       "held": moving.held, "released": moving.released, "duplicates": moving.duplicates}
+                       "held": moving.held, "released": moving.released, "duplicates": moving.duplicates,
+                       "migrating_seconds": migrating + time.perf_counter() - began}
         if flush.any():  # the worker's last batch: what it still holds goes to the aggregator, the state to the driver
             held, final = app.finish(held)
             sent = [o for o in (record["outputs"], final) if o is not None]
