@@ -140,6 +140,8 @@ def megaphone_spark(folder: Path) -> list[str]:
     data = data.assign(change=_changes(data), migration=[
         "all at once" if m == "all-at-once" else f"fluid, {k:,.0f} keys" for m, k in
         zip(data["migration"], data["fluid_keys"])], migrated_mb=data["migrated_bytes"] / 1e6)
+    if data["workload"].nunique() > 1:  # several state sizes: each change named with its key space
+        data["change"] = [f"{c}, {_key_space(w)}" for c, w in zip(data["change"], data["workload"])]
     measures = ["migrated_keys", "migrated_mb", "migration_batches", "migration_s", "latency_p99_before_s",
                 "latency_p99_migration_s", "latency_peak_s", "recovery_s"]
     table = data.groupby(["change", "migration"], sort=False)[measures].median().reset_index()
@@ -154,11 +156,18 @@ def megaphone_spark(folder: Path) -> list[str]:
     batches = _batches(folder, data)
     if batches is not None:
         grid = sns.relplot(data=batches, x="batch", y="latency_p99", hue="migration", col="change", kind="line",
-                           marker="o", height=2.8, aspect=1.4, **CI_BARS)
+                           col_wrap=2 if batches["change"].nunique() > 2 else None, marker="o", height=2.8,
+                           aspect=1.4, **CI_BARS)
         grid.set_titles("{col_name}").set(ylabel="latency p99 of the batch (s)")
         lines += [figure(folder, "megaphone", grid), ""]
     return lines + ["Beside Megaphone (Hoffmann et al., VLDB 2019: fluid migration keeps the latency during a "
                     "migration lower than all at once):", "", *_fluid_verdicts(data), ""]
+
+
+def _key_space(workload: str) -> str:
+    """"zipf:z=0.5,keys=16000000" → "16M keys"."""
+    keys = re.search(r"\bkeys=(\d+)", workload)
+    return f"{int(keys.group(1)) / 1e6:g}M keys" if keys else workload
 
 
 def _fluid_verdicts(data: pd.DataFrame) -> list[str]:

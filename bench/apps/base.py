@@ -87,10 +87,11 @@ def copy_rows(batch: pd.DataFrame, sent: Copies) -> pd.DataFrame:
 
 # -- the stream as the routing stage sees it ----------------------------------------------------------
 
-def key_labels(stream: Stream) -> np.ndarray:
-    """Each key's label as ``str`` (its id when the stream has no labels), indexed by key id."""
+def key_labels(stream: Stream, ids: np.ndarray | None = None) -> np.ndarray:
+    """Each key's label as ``str`` (its id when the stream has no labels), indexed by key id; only those of
+    the keys ``ids`` when given."""
     labels = np.arange(stream.n_keys) if stream.labels is None else np.asarray(stream.labels)
-    return labels.astype(str).astype(object)
+    return (labels if ids is None else labels[ids]).astype(str).astype(object)
 
 
 def stream_keys(stream: Stream) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.apps.base import App, Copies, key_labels, register_app
-from skewbench.counts import add_counts, present
+from skewbench.counts import add_counts, find, present
 from skewbench.stream import Stream
 
 OUTPUT_COLUMNS = ["seq", "worker", "key", "fp", "count"]
@@ -34,10 +34,9 @@ def _merge(state: dict, fps: np.ndarray, keys: np.ndarray, counts: np.ndarray) -
     all_fps, merged = add_counts(state["fps"], state["counts"], fps, counts)
     if "keys" not in state:
         return {"fps": all_fps, "counts": merged}
-    labels = np.empty(len(all_fps), dtype=object)
-    labels[np.searchsorted(all_fps, state["fps"])] = state["keys"]
-    labels[np.searchsorted(all_fps, fps)] = keys
-    return {"fps": all_fps, "keys": labels, "counts": merged}
+    fps, first = np.unique(fps, return_index=True)
+    at, found = find(state["fps"], fps)  # the words new to the state go in where their fingerprints went
+    return {"fps": all_fps, "keys": np.insert(state["keys"], at[~found], keys[first][~found]), "counts": merged}
 
 
 def _output(state: dict, fps: np.ndarray, keys: np.ndarray, counts: np.ndarray) -> pd.DataFrame:
@@ -47,11 +46,28 @@ def _output(state: dict, fps: np.ndarray, keys: np.ndarray, counts: np.ndarray) 
                          "count": counts.astype(np.int64)}, columns=OUTPUT_COLUMNS)
 
 
-def _add(totals: pd.Series, outputs: pd.DataFrame) -> pd.Series:
-    """The aggregator's running counts per key plus one micro-batch's outputs."""
+def _totals() -> dict:
+    """The aggregator's running counts, by fingerprint with each word beside (as a worker keeps them): a
+    batch's outputs merge in by binary search, where a ``pd.Series`` indexed by word realigned every
+    word so far (14 s a run at 2.4 million words, the megaphone study)."""
+    return {"fps": np.empty(0, np.int64), "keys": np.empty(0, dtype=object), "counts": np.empty(0, np.int64)}
+
+
+def _add(totals: dict, outputs: pd.DataFrame) -> dict:
+    """The aggregator's running counts plus one micro-batch's outputs."""
     if not len(outputs):
         return totals
-    return totals.add(outputs.groupby("key")["count"].sum(), fill_value=0).astype(np.int64)
+    return _merge(totals, outputs["fp"].to_numpy(np.int64), outputs["key"].to_numpy(),
+                  outputs["count"].to_numpy(np.int64))
+
+
+def _top(totals: dict, k: int) -> pd.Series:
+    """:func:`top_k` of the running counts, sorting only the counts that can be among the ``k`` largest."""
+    counts = totals["counts"]
+    among = np.arange(len(counts))
+    if len(counts) > k:
+        among = np.flatnonzero(counts >= np.partition(counts, len(counts) - k)[len(counts) - k])
+    return top_k(pd.Series(counts[among], index=totals["keys"][among]), k)
 
 
 def top_k(counts: pd.Series, k: int = 10) -> pd.Series:
@@ -139,10 +155,10 @@ class WordCount(App):
 
     def reduce(self, frames):
         """The counts summed per key: the aggregator's totals after the last micro-batch."""
-        totals = pd.Series(dtype=np.int64)
+        totals = _totals()
         for out in frames:
             totals = _add(totals, out)
-        return totals.rename("count").rename_axis("key").reset_index()
+        return pd.DataFrame({"key": totals["keys"], "count": totals["counts"]})
 
     def combine(self, outputs, states) -> pd.Series:
         counts = outputs.groupby("key", sort=True)["count"].sum().astype(np.int64)
@@ -150,8 +166,10 @@ class WordCount(App):
 
     def reference(self, stream: Stream) -> pd.Series:
         self.check(stream)
-        counts = pd.Series(np.bincount(stream.ids, minlength=stream.n_keys), index=key_labels(stream))
-        counts = counts[counts > 0].groupby(level=0, sort=True).sum().astype(np.int64)
+        counts = np.bincount(stream.ids, minlength=stream.n_keys)
+        present = np.flatnonzero(counts)  # labels for the keys met only (a Zipf space of 16M keys meets 2.4M)
+        counts = pd.Series(counts[present], index=key_labels(stream, present)).groupby(level=0, sort=True).sum()
+        counts = counts.astype(np.int64)
         return counts.rename("count").rename_axis("key")
 
     def same(self, a: pd.Series, b: pd.Series) -> bool:
@@ -159,10 +177,10 @@ class WordCount(App):
 
     def periodic(self, batches):
         """The top-k words after every micro-batch (the aggregation period T): the deltas summed so far."""
-        totals, rows = pd.Series(dtype=np.int64), []
+        totals, rows = _totals(), []
         for batch, out in batches:
             totals = _add(totals, out)
-            top = self.top(totals)
+            top = _top(totals, self.k)
             rows.append(pd.DataFrame({"batch": batch, "rank": np.arange(1, len(top) + 1), "key": top.index,
                                       "count": top.to_numpy()}))
         return pd.concat(rows, ignore_index=True)

@@ -234,6 +234,23 @@ def test_word_count_reports_the_top_k_after_every_batch():
     assert (np.diff(hottest) >= 0).all() and hottest[0] < hottest[-1]  # running counts grow
 
 
+def test_word_count_top_k_after_each_batch_is_that_of_the_running_totals_ties_included():
+    """The aggregator keeps its totals by fingerprint; its top-k equals that of a Series indexed by word."""
+    from skewbench.hashing import fingerprints
+
+    rng, app, running = np.random.default_rng(3), make_app("wordcount", k=5), pd.Series(dtype=np.int64)
+    frames = []
+    for batch in range(8):
+        ids = rng.integers(0, 40, 30)  # few words, small counts: ties at the k-th count
+        frames.append((batch, pd.DataFrame({"key": ids.astype(str).astype(object),
+                                            "fp": fingerprints(ids).view(np.int64), "count": rng.integers(1, 3, 30)})))
+    top = app.periodic(iter(frames))
+    for batch, out in frames:
+        running = running.add(out.groupby("key")["count"].sum(), fill_value=0).astype(np.int64)
+        want, got = top_k(running, 5), top[top["batch"] == batch]
+        assert got["key"].tolist() == want.index.tolist() and got["count"].tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("scheme", ["kg", "pkg", "sg"])
 @pytest.mark.parametrize("period", [1, 3])
 def test_word_count_aggregation_period(scheme, period):
