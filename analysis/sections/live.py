@@ -142,6 +142,11 @@ def megaphone_spark(folder: Path) -> list[str]:
         zip(data["migration"], data["fluid_keys"])], migrated_mb=data["migrated_bytes"] / 1e6)
     if data["workload"].nunique() > 1:  # several state sizes: each change named with its key space
         data["change"] = [f"{c}, {_key_space(w)}" for c, w in zip(data["change"], data["workload"])]
+    idle = data["migrations"].fillna(0) == 0
+    skipped = [] if not idle.any() else [
+        f"{int(idle.sum())} runs did not migrate and are left out ({', '.join(sorted(set(_planned(data[idle]))))}): "
+        "the controller skips a plan whose last step would come into force after the stream's last batch.", ""]
+    data = data[~idle]
     measures = ["migrated_keys", "migrated_mb", "migration_batches", "migration_s", "latency_p99_before_s",
                 "latency_p99_migration_s", "latency_peak_s", "recovery_s"]
     table = data.groupby(["change", "migration"], sort=False)[measures].median().reset_index()
@@ -152,7 +157,8 @@ def megaphone_spark(folder: Path) -> list[str]:
              f"{', '.join(data['scheme'].unique())} changes W at micro-batch {changed_at}; the state is handed "
              "over ahead (no row waits for it), in one step or at most so many keys out of and into any worker "
              "per batch. The p99 during the migration is the largest of its batches' p99 (medians of the runs "
-             "below; the verdicts compare means with their 95 % intervals).", "", markdown(table.round(3)), ""]
+             "below; the verdicts compare means with their 95 % intervals).", "", *skipped, markdown(table.round(3)),
+             ""]
     batches = _batches(folder, data)
     if batches is not None:
         grid = sns.relplot(data=batches, x="batch", y="latency_p99", hue="migration", col="change", kind="line",
@@ -162,6 +168,13 @@ def megaphone_spark(folder: Path) -> list[str]:
         lines += [figure(folder, "megaphone", grid), ""]
     return lines + ["Beside Megaphone (Hoffmann et al., VLDB 2019: fluid migration keeps the latency during a "
                     "migration lower than all at once):", "", *_fluid_verdicts(data), ""]
+
+
+def _planned(runs: pd.DataFrame) -> list[str]:
+    """Each run's intended change, e.g. "in 10→9, 16M keys, fluid, 20,000 keys" (its W did not change)."""
+    to = [int(s.split(",")[0].split(":")[1]) for s in runs["schedule"]]  # the first change of the schedule
+    return [f"{'out' if t > w else 'in'} {w}→{t}, {_key_space(wl)}, {m}"
+            for w, t, wl, m in zip(runs["workers"], to, runs["workload"], runs["migration"])]
 
 
 def _key_space(workload: str) -> str:
