@@ -98,7 +98,8 @@ def test_the_megaphone_section_compares_fluid_with_all_at_once_per_change_with_i
             rows.append({"scheme": "kg", "workload": "zipf:z=0.5,keys=4000000", "workers": 10,
                          "final_workers": final, "schedule": f"3:{final}",
                          "migration": migration, "fluid_keys": fluid_keys, "handover": "ahead", "correct": True,
-                         "sim_exact": seed > 0, "migrated_keys": 900, "migrated_bytes": 2e7, "run": run, **measured})
+                         "sim_exact": seed > 0, "migrations": 1, "migrated_keys": 900, "migrated_bytes": 2e7,
+                         "run": run, **measured})
     pd.DataFrame(rows).to_csv(tmp_path / "megaphone.csv", index=False)
     text = "\n".join(megaphone_spark(tmp_path))
     assert "12 runs (12 gave the reference's answer, 8 routed exactly" in text
@@ -110,10 +111,13 @@ def test_the_megaphone_section_compares_fluid_with_all_at_once_per_change_with_i
     assert "— not distinguishable." in text
     assert megaphone_spark(tmp_path / "nothing") == []
     bigger = [{**row, "workload": "zipf:z=0.5,keys=16000000"} for row in rows]  # a second state size
-    pd.DataFrame(rows + bigger).to_csv(tmp_path / "megaphone.csv", index=False)
+    skipped = {**bigger[-1], "final_workers": 10, "migrations": 0, "fluid_keys": 10, "run": "never"}
+    pd.DataFrame([*rows, *bigger, skipped]).to_csv(tmp_path / "megaphone.csv", index=False)
     text = "\n".join(megaphone_spark(tmp_path))
     assert "| out 10→11, 4M keys | fluid, 20 keys |" in text and "| in 10→9, 16M keys | all at once |" in text
     assert "- in 10→9, 16M keys, fluid, 40 keys: p99 during the migration 1.5 [1.3, 1.7] s" in text
+    assert "24 runs (" in text and "1 run did not migrate and is left out (in 10→9, 16M keys, fluid, 10 keys)" in text
+    assert "10→10" not in text
 
 
 def test_the_fang_live_section_draws_each_measure_against_f_with_fangs_observations(tmp_path):

@@ -143,8 +143,10 @@ def megaphone_spark(folder: Path) -> list[str]:
     if data["workload"].nunique() > 1:  # several state sizes: each change named with its key space
         data["change"] = [f"{c}, {_key_space(w)}" for c, w in zip(data["change"], data["workload"])]
     idle = data["migrations"].fillna(0) == 0
+    many = int(idle.sum()) > 1
     skipped = [] if not idle.any() else [
-        f"{int(idle.sum())} runs did not migrate and are left out ({', '.join(sorted(set(_planned(data[idle]))))}): "
+        f"{int(idle.sum())} run{'s' if many else ''} did not migrate and {'are' if many else 'is'} "
+        f"left out ({', '.join(sorted(set(_planned(data[idle]))))}): "
         "the controller skips a plan whose last step would come into force after the stream's last batch.", ""]
     data = data[~idle]
     measures = ["migrated_keys", "migrated_mb", "migration_batches", "migration_s", "latency_p99_before_s",

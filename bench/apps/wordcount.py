@@ -167,8 +167,8 @@ class WordCount(App):
     def reference(self, stream: Stream) -> pd.Series:
         self.check(stream)
         counts = np.bincount(stream.ids, minlength=stream.n_keys)
-        present = np.flatnonzero(counts)  # labels for the keys met only (a Zipf space of 16M keys meets 2.4M)
-        counts = pd.Series(counts[present], index=key_labels(stream, present)).groupby(level=0, sort=True).sum()
+        met = np.flatnonzero(counts)  # labels for the keys met only (a Zipf space of 16M keys meets 2.4M)
+        counts = pd.Series(counts[met], index=key_labels(stream, met)).groupby(level=0, sort=True).sum()
         counts = counts.astype(np.int64)
         return counts.rename("count").rename_axis("key")
 
