@@ -70,8 +70,12 @@ class Pinned(Scheme):
         if not len(self._keys) or not len(fps):
             return routes
         at = np.minimum(np.searchsorted(self._keys, fps), len(self._keys) - 1)
-        hit = self._keys[at] == fps
+        hit = (self._keys[at] == fps) & self._holds(at)
         return np.where(hit, self._to[at], routes)
+
+    def _holds(self, at: np.ndarray) -> np.ndarray | bool:
+        """Whether the pins at ``at`` are in force (all of them here)."""
+        return True
 
     def route_many(self, fps, now=None) -> np.ndarray:
         fps = np.ascontiguousarray(fps).view(np.uint64)
@@ -132,12 +136,8 @@ class Staged(Pinned):
         self.keys, self.to = self.plan.keys, self.plan.src
         self.reset()
 
-    def _pin(self, fps: np.ndarray, routes: np.ndarray) -> np.ndarray:
-        if not len(self._keys) or not len(fps):
-            return routes
-        at = np.minimum(np.searchsorted(self._keys, fps), len(self._keys) - 1)
-        hit = (self._keys[at] == fps) & (self.plan.step[at] > self.step)
-        return np.where(hit, self._to[at], routes)
+    def _holds(self, at: np.ndarray) -> np.ndarray:
+        return self.plan.step[at] > self.step  # a key moved by a later step stays where its state is
 
     def table_size(self) -> int:
         return self.base.table_size() + int((self.plan.step > self.step).sum())
