@@ -12,7 +12,7 @@ BENCH_CORES   ?= 50
 BENCH_MEMORY  ?= 5g
 BENCH_EXECUTOR_MEMORY ?= 4g
 # The default studies (bench/studies/*.yaml); engine calibrates the predictions of the others.
-STUDIES       ?= engine matrix storm offered aggregation levers efficiency centre dkg fang naivebayes sustainable
+STUDIES       ?= engine matrix storm offered aggregation levers efficiency centre dkg fang naivebayes sustainable scaleout megaphone fang-live fang-theta
 
 .PHONY: setup browser test study study-tw speed bench report clean
 

@@ -42,6 +42,6 @@ def test_a_study_caps_its_search_and_a_profile_may_set_both():
     tried = [(1000.0, True)]
     assert sus.next_rate(tried, start=1000, max_runs=1) is None and sus.next_rate(tried, start=1000) == 1300
     study = load(Path(__file__).resolve().parents[1] / "bench" / "studies" / "sustainable.yaml")
-    assert _search_settings(study, "default") == (10, 4)  # {seconds: 10, runs: 4}: three seeds in two hours
+    assert _search_settings(study, "default") == (10, 3)  # {seconds: 10, runs: 3}: three seeds in two hours
     assert _search_settings(study, "full") == (sus.SECONDS, sus.MAX_RUNS)  # `sustainable: true`
     assert _search_settings(study, "quick") == (3, 2)  # the smoke run's quick: {sustainable: {seconds: 3, runs: 2}}
