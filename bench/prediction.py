@@ -98,10 +98,16 @@ def _live_work(point: Point, app, stream) -> Work:
     from skewbench.scheme import parse_params
     from skewbench.simulator import simulate
 
-    live = point.live
     result = simulate(stream, point.scheme, point.workers, point.sources, split=point.split, seed=point.seed,
-                      params=parse_params(point.params), live=live)
-    batches, width = live.batches(stream.messages), live.widest(point.workers)
+                      params=parse_params(point.params), live=point.live)
+    store, probe, workers = live_copies(app, stream, result, point.live, point.live.widest(point.workers))
+    return Work(store, probe, stream.distinct_keys, workers)
+
+
+def live_copies(app, stream, result, live, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stored and probe copies per micro-batch and worker of a simulated live run ``result``, each batch
+    fanned out with the version in force, and each batch's W."""
+    batches = live.batches(stream.messages)
     store, probe = np.zeros((batches, width), dtype=np.int64), np.zeros((batches, width), dtype=np.int64)
     workers = np.empty(batches, dtype=np.int64)
     for b in range(batches):
@@ -112,7 +118,7 @@ def _live_work(point: Point, app, stream) -> Work:
         store[b] = np.bincount(sent.worker[sent.store], minlength=width)
         probe[b] = np.bincount(sent.worker[~sent.store], minlength=width)
         workers[b] = version.workers
-    return Work(store, probe, stream.distinct_keys, workers)
+    return store, probe, workers
 
 
 def routed(point: Point) -> Point:

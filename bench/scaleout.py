@@ -24,11 +24,12 @@ COLUMNS = ("change_batch", "moved_share", "plan_s", "migration_batches", "migrat
 
 def response(timeline: pd.DataFrame, migrations: list[dict]) -> dict:
     """The measures of :data:`COLUMNS` for the run's first migration (``migrations``: the summary's
-    ``migration_list``, each with its ``first_batch`` and ``last_batch``); NaN without one."""
-    if not migrations:
-        return dict.fromkeys(COLUMNS, np.nan)
+    ``migration_list``, each with its ``first_batch`` and ``last_batch``), or for its first change of routing
+    that moved nothing (a scheme whose partial state stays where it is); NaN without either."""
     t = timeline.sort_values("batch").set_index("batch")
-    migration = migrations[0]
+    migration = migrations[0] if migrations else _unmoved_change(t)
+    if migration is None:
+        return dict.fromkeys(COLUMNS, np.nan)
     first, last = migration["first_batch"], migration["last_batch"]
     per_worker = t["messages_done"] / t["duration"] / t["workers"]
     before = per_worker.loc[1:first - 1] if first > 1 else per_worker.loc[:first - 1]
@@ -37,7 +38,8 @@ def response(timeline: pd.DataFrame, migrations: list[dict]) -> dict:
     recovered = back.idxmax() if back.any() else None
     after = per_worker.loc[last + 1:]
     seen = migration.get("seen_keys", 0)
-    return {"change_batch": first, "moved_share": migration["keys"] / seen if seen else np.nan,
+    moved = migration["keys"] / seen if seen else (0.0 if migration["keys"] == 0 else np.nan)
+    return {"change_batch": first, "moved_share": moved,
             "plan_s": migration["plan_seconds"], "migration_batches": last - first + 1,
             "migration_s": migration.get("seconds", np.nan), "per_worker_before": level,
             "per_worker_after": float(after.median()) if len(after) else np.nan,
@@ -45,3 +47,13 @@ def response(timeline: pd.DataFrame, migrations: list[dict]) -> dict:
             "latency_p99_before_s": float(t["latency_p99"].loc[1:first - 1].median()) if first > 1 else np.nan,
             "latency_p99_migration_s": float(t["latency_p99"].loc[first:last].max()),
             "latency_peak_s": float(t["latency_max"].loc[first:].max())}
+
+
+def _unmoved_change(t: pd.DataFrame) -> dict | None:
+    """The first batch routed by a new version, as a migration of no keys that lands at once."""
+    changed = t.index[t["version"] > t["version"].iloc[0]]
+    if not len(changed):
+        return None
+    batch = int(changed[0])
+    return {"first_batch": batch, "last_batch": batch, "keys": 0, "plan_seconds": float(t.loc[batch, "plan_seconds"]),
+            "seconds": 0.0}

@@ -23,10 +23,16 @@ Two strategies, after Megaphone (Hoffmann et al., VLDB 2019):
   (:class:`Staged`: every step's router shares one :class:`Plan`, published once), so the scheme's
   plan is in force once the last step is.
 
+Only a scheme that sends a key to one worker, the same on every source (:func:`moves_state`: a hash, a
+fixed table), moves state.  A scheme that splits keys or routes by estimates of its own per source (pkg,
+D-/W-Choices, DKG, sg, the greedy ones) may hold a key's partial state on several workers already: when W
+changes, its new router starts afresh on every source and the partial state stays where it is, merged
+downstream as it always is (word count's aggregator sums partial counts), and a key's holders are then
+its holders under every version so far (:class:`Rescaled`), so that a self-join probe still reaches every
+worker with ticks of its key (Naive Bayes refuses: :func:`skewbench.bench.apps.base.check_live`).
+
 Everything here is a deterministic function of the messages and the scheme, so the simulator and the
-cluster publish the same versions at the same batches.  Key-affine schemes only (one worker per key at a
-time): a key-splitting scheme's state is partial on several workers, which a W change would have to
-merge downstream instead (not done yet).
+cluster publish the same versions at the same batches.
 """
 
 from __future__ import annotations
@@ -141,6 +147,50 @@ class Staged(Pinned):
 
     def table_size(self) -> int:
         return self.base.table_size() + int((self.plan.step > self.step).sum())
+
+
+class Rescaled(Scheme):
+    """A router that routes as ``base`` while its keys' state may also be where ``before`` put it: a scheme
+    whose partial state stays when W changes (module docstring).  Its holders are both routers'."""
+
+    def __init__(self, base: Scheme, before: Scheme):
+        self.base, self.before = base, before
+        self.name, self.coupling, self.adaptive = base.name, base.coupling, base.adaptive
+        self.stateless, self.offline, self.splits_keys = base.stateless, base.offline, base.splits_keys
+        super().__init__(base.workers, base.seed)
+
+    def spawn(self) -> Rescaled:
+        return Rescaled(self.base.spawn(), self.before)
+
+    def route_many(self, fps, now=None) -> np.ndarray:
+        return self.base.route_many(fps, now)
+
+    def candidates(self, fp: int) -> np.ndarray:
+        return self.base.candidates(fp)
+
+    @property
+    def widest(self) -> int:
+        """The most workers any version so far had: a key's state may be on any of them."""
+        return max(self.base.workers, getattr(self.before, "widest", self.before.workers))
+
+    def holds_every_key(self) -> bool:
+        return self.base.holds_every_key() and self.widest == self.base.workers
+
+    def holder_pairs(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        (rows, workers), (old_rows, old_workers) = self.base.holder_pairs(fps), self.before.holder_pairs(fps)
+        width = self.widest
+        pairs = np.unique(np.r_[rows, old_rows] * width + np.r_[workers, old_workers])  # by row, workers ascending
+        return pairs // width, pairs % width
+
+    def table_size(self) -> int:
+        return self.base.table_size()
+
+
+def moves_state(router: Scheme) -> bool:
+    """Whether a change of ``router`` moves its keys' state: it sends a key to one worker, the same on every
+    source (a pure function of the key, or an adaptive scheme's fixed table).  Otherwise the partial state
+    stays where it is (:class:`Rescaled`)."""
+    return router.stateless or router.adaptive
 
 
 def unpinned(router: Scheme) -> Scheme:
@@ -370,7 +420,7 @@ class Controller:
         """``version`` with the keys first seen after its plan kept where the router in force sends them:
         their state is there, and no order moves it."""
         late = self._late
-        if not len(late):
+        if not len(late) or not moves_state(version.router):
             return version
         before, after = owners(self.current.router, late), owners(version.router, late)
         moved = before != after
@@ -393,14 +443,13 @@ class Controller:
             stats = Stats(keys=self._keys, counts=self._counts.astype(np.float64), loads=self._loads[:workers],
                           now=self._now)
             new.apply(new.rebalance(stats, workers=target if target != workers else None))
-        else:
+        elif moves_state(old):
             new = self.rescale(target)
+        else:  # every source starts afresh; the partial state stays where it is
+            new = Rescaled(self.rescale(target), old.spawn())
         seconds = time.perf_counter() - began
         reason = "scale" if target != workers else "rebalance"
-        before, after = owners(old, self._seen), owners(new, self._seen)
-        changed = np.flatnonzero(before != after)
-        moves = np.empty(len(changed), MOVE_DTYPE)
-        moves["key"], moves["src"], moves["dst"] = self._seen[changed], before[changed], after[changed]
+        moves = self._moves(old, new)
         groups = [moves] if self.strategy == "all-at-once" or not len(moves) else fluid_steps(moves, self.fluid_keys)
         plan = Plan.of(len(self.versions), groups) if len(groups) > 1 else None
         versions = []
@@ -409,6 +458,16 @@ class Controller:
             versions.append(Version(0, batch, router, group, target, reason, i + 1, len(groups),
                                     seconds if i == 0 else 0.0, len(self._seen), self.handover))
         return versions
+
+    def _moves(self, old: Scheme, new: Scheme) -> np.ndarray:
+        """Every key seen whose worker differs between ``old`` and ``new`` (none when the state stays)."""
+        if not moves_state(new):
+            return np.empty(0, MOVE_DTYPE)
+        before, after = owners(old, self._seen), owners(new, self._seen)
+        changed = np.flatnonzero(before != after)
+        moves = np.empty(len(changed), MOVE_DTYPE)
+        moves["key"], moves["src"], moves["dst"] = self._seen[changed], before[changed], after[changed]
+        return moves
 
 
 def parse_schedule(text: str, at: str = "BATCH") -> dict[int, int]:
@@ -448,6 +507,3 @@ def check(router: Scheme, batches: int, every: int, schedule: dict[int, int], st
                              f"{first}..{batches - 1}{' (with the hand-over ahead)' if first == 2 else ''}")
         if workers < 1:
             raise ValueError(f"the schedule sets W = {workers} at batch {batch}; W must be >= 1")
-    if (every or schedule) and router.splits_keys:
-        raise ValueError(f"scheme {router.name!r} splits keys over workers; moving state when its routing changes "
-                         f"is not supported yet (key-affine schemes only)")

@@ -181,9 +181,26 @@ def test_bad_controller_settings_are_refused_with_one_clear_line(options, messag
         Controller(make_scheme("kg", 4), batches=10, rescale=lambda w: make_scheme("kg", w), **options)
 
 
-def test_a_key_splitting_scheme_cannot_change_its_routing_yet():
-    with pytest.raises(ValueError, match="splits keys"):
-        Controller(make_scheme("pkg", 4), batches=10, schedule={2: 5}, rescale=lambda w: make_scheme("pkg", w))
+def test_a_key_splitting_scheme_changes_w_without_moving_state_and_keeps_its_old_holders():
+    """pkg 4 → 6 → 5 → 3: each version routes as a fresh pkg for its W, moves nothing, and a key's holders
+    are its two choices under every W so far (its partial state may be at any of them)."""
+    from skewbench.migration import Rescaled
+
+    fps = fingerprints(np.arange(2000))
+    controller = Controller(make_scheme("pkg", 4), batches=10, schedule={2: 6, 4: 5, 6: 3},
+                            rescale=lambda w: make_scheme("pkg", w))
+    for batch in range(8):
+        controller.observe(fps, controller.current.router.route_many(fps))
+        controller.after(batch)
+    assert [(v.first_batch, v.workers, len(v.moves)) for v in controller.versions] == [(0, 4, 0), (2, 6, 0), (4, 5, 0),
+                                                                                       (6, 3, 0)]
+    last = controller.versions[-1].router
+    assert isinstance(last, Rescaled)
+    assert np.array_equal(last.spawn().route_many(fps), make_scheme("pkg", 3).route_many(fps))
+    rows, workers = last.holder_pairs(fps)
+    for i, fp in enumerate(fps[:50]):
+        assert set(workers[rows == i]) == set().union(*(make_scheme("pkg", w).candidates(int(fp)) for w in (4, 6, 5, 3)))
+    assert (np.diff(rows) >= 0).all() and all((np.diff(workers[rows == i]) > 0).all() for i in range(50))
 
 
 @pytest.mark.parametrize("scheme, options", [
@@ -192,6 +209,8 @@ def test_a_key_splitting_scheme_cannot_change_its_routing_yet():
     ("consistent", dict(schedule={4: 8, 20: 5}, migration="fluid", fluid_keys=10)),
     ("mixed", dict(rebalance_every=1, handover="ahead")),
     ("kg", dict(schedule={4: 8, 20: 5}, migration="fluid", fluid_keys=10, handover="ahead")),
+    ("pkg", dict(schedule={4: 8, 20: 5})),  # each source's router starts afresh with every version
+    ("dkg", dict(schedule={4: 8, 20: 5}, handover="ahead")),
 ])
 def test_the_simulator_publishes_the_versions_and_routes_every_message_as_the_pipeline_does(scheme, options):
     from skewbench.bench.apps import make_app

@@ -15,9 +15,10 @@ def timeline(per_worker: list[float], workers: list[int], p99=0.5, peak_at=None)
     latency_max = np.full(n, 1.0)
     if peak_at is not None:
         latency_max[peak_at] = 4.0
+    version = np.r_[0, np.cumsum(np.diff(workers) != 0)]  # a new routing version with every change of W
     return pd.DataFrame({"batch": range(n), "workers": workers, "duration": duration,
                          "messages_done": np.array(per_worker) * duration * np.array(workers),
-                         "latency_p99": p99, "latency_max": latency_max})
+                         "latency_p99": p99, "latency_max": latency_max, "version": version, "plan_seconds": 0.0})
 
 
 def test_scale_out_response_before_after_recovery_and_peak():
@@ -34,7 +35,16 @@ def test_scale_out_response_before_after_recovery_and_peak():
 def test_a_run_that_never_recovers_or_never_migrated():
     t = timeline([5, 100, 100, 40, 70, 80], [10, 10, 10, 9, 9, 9])
     assert np.isnan(response(t, [{"first_batch": 3, "last_batch": 4, "plan_seconds": 0.0, "keys": 1}])["recovery_s"])
-    assert all(np.isnan(v) for v in response(t, []).values()) and set(response(t, [])) == set(COLUMNS)
+    steady = timeline([5, 100, 100, 90, 100, 80], [10] * 6)
+    assert all(np.isnan(v) for v in response(steady, []).values()) and set(response(steady, [])) == set(COLUMNS)
+
+
+def test_a_change_of_w_that_moved_no_state_is_measured_from_its_first_batch():
+    """pkg scaling out: its partial state stays where it is, so the change lands with its first batch."""
+    t = timeline([5, 100, 100, 70, 95, 96], [10, 10, 10, 11, 11, 11], peak_at=3)
+    got = response(t, [])
+    assert (got["change_batch"], got["moved_share"], got["migration_batches"], got["migration_s"]) == (3, 0.0, 1, 0.0)
+    assert (got["per_worker_after"], got["recovery_s"], got["latency_peak_s"]) == (95.5, 2 * 2.0, 4.0)
 
 
 def test_a_live_points_run_carries_its_routing_changes():
@@ -54,7 +64,7 @@ def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
 
     rows = []
     cases = [(s, m, f, "all-at-once") for s, m in (("kg", 0.9), ("consistent", 0.09), ("mixed", 0.01),
-                                                     ("gedik-readj", 0.08)) for f in (11, 9)]
+                                                     ("gedik-readj", 0.08), ("pkg", 0.0)) for f in (11, 9)]
     hold = [(*case, "hold", 0.5) for case in cases + [("kg", 0.9, 11, "fluid")]]
     ahead = [("kg", 0.9, 11, "fluid", "ahead", 0.4), ("kg", 0.9, 11, "all-at-once", "ahead", 0.7)]
     for scheme, moved, final, migration, handover, p99 in hold + ahead:
@@ -67,7 +77,7 @@ def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
         rows.append({"scheme": scheme, "workers": 10, "final_workers": final, "migration": migration,
                      "handover": handover,
                      "correct": True, "sim_exact": True, "migrated_keys": moved * 1000, "migrated_bytes": 1,
-                     "run": run, **measured})
+                     "dist_cost": 2.5 if scheme == "pkg" else 1.0, "run": run, **measured})
     pd.DataFrame(rows).to_csv(tmp_path / "scaleout.csv", index=False)
     text = "\n".join(scaleout_spark(tmp_path))
     assert "## Scale-out and scale-in on Spark" in text and "| out 10→11 | kg |" in text
@@ -78,6 +88,8 @@ def test_the_report_section_measures_each_change_beside_the_papers(tmp_path):
     assert "Here, kg out 10→11, ahead: p99 during the migration (its batches' largest) fluid 0.40 s" in text
     assert "all at once 0.70 s over 2 (peak 1.00 s against 1.00 s; steady p99 0.70 s): lower (the state" in text
     assert "| out 10→11 | kg | fluid, ahead |" in text
+    assert ("Partial state left where it is (pkg, in 10→9): no key moved; 2.50 counters per key at the end "
+            "against kg's 1.00 after moving its keys.") in text
     assert scaleout_spark(tmp_path / "nothing") == []
 
 

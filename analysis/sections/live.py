@@ -18,7 +18,7 @@ NOISE = 0.03  # a batch's max/mean beyond the plan's: the busiest of W sampled c
 
 MEASURES = ["moved_share", "migrated_keys", "migrated_bytes", "migration_batches", "migration_s", "plan_s",
             "per_worker_before", "per_worker_after", "recovery_s", "latency_p99_before_s", "latency_p99_migration_s",
-            "latency_peak_s"]
+            "latency_peak_s", "dist_cost"]
 
 
 def scaleout_spark(folder: Path) -> list[str]:
@@ -40,7 +40,9 @@ def scaleout_spark(folder: Path) -> list[str]:
              "(docs/migration.md). `moved_share`: keys moved ÷ keys seen so far; `relative_migration`: that "
              "share ÷ 1/max(W, W′), the least a change of W must move (Gedik's *ideal*). Throughput per worker "
              "before the change and after the state landed; `recovery_s`: from the change until a batch carries "
-             "90 % of the throughput per worker before it (Fang's response time); latency from intended arrival.",
+             "90 % of the throughput per worker before it (Fang's response time); latency from intended arrival; "
+             "`dist_cost`: counters per key at the end (DKG's DistCost: the state a scheme that splits keys leaves "
+             "behind when W changes, where nothing moves).",
              "", markdown(table.round(3)), "", *_timelines(folder, data), *_beside_the_papers(table)]
     return lines
 
@@ -105,8 +107,20 @@ def _beside_the_papers(table: pd.DataFrame) -> list[str]:
                      f"time than Readj, whose plan took at least 5 minutes there. Here: Mixed {_seconds(mixed)}, "
                      f"Readj {_seconds(readj)}; Readj planned in {plan:.2f} s (ours tracks only the keys above its "
                      "frequency threshold).")
-    lines += _fluid_beside_all_at_once(table)
+    lines += _fluid_beside_all_at_once(table) + _partial_state(table)
     return (["Beside the papers:", "", *lines, ""]) if lines else []
+
+
+def _partial_state(table: pd.DataFrame) -> list[str]:
+    """What a change of W costs a scheme whose partial state stays where it is (issue 21): nothing moves,
+    and each key keeps counters on its holders under every W so far."""
+    kg = table[(table["scheme"] == "kg") & (table["migration"] == "all-at-once")].set_index("change")["dist_cost"]
+    lines = []
+    for (change, scheme), row in table[table["migrated_keys"] == 0].set_index(["change", "scheme"]).iterrows():
+        beside = f" against kg's {kg[change]:.2f} after moving its keys" if change in kg.index else ""
+        lines.append(f"- Partial state left where it is ({scheme}, {change}): no key moved; "
+                     f"{row['dist_cost']:.2f} counters per key at the end{beside}.")
+    return lines
 
 
 def _fluid_beside_all_at_once(table: pd.DataFrame) -> list[str]:

@@ -23,6 +23,11 @@ Every registered scheme runs; how each kind gets its routers (:func:`prepare`, w
 * schemes told the true worker loads between intervals (pkg-probe's ``sync``) and the global load
   oracle (pkg-global) — every source keeps its own estimates, set to the workers' true loads before
   each micro-batch (:mod:`~skewbench.bench.spark.feedback`).
+
+With live routing (:mod:`~skewbench.bench.spark.live`) a source routes with the routing version its offset
+names: the version's own router when it sends a key to one worker, the same on every source
+(:func:`~skewbench.migration.moves_state`), else the source's own router, started afresh from the version's
+and carried from its first message (the offset's ``since``) with :func:`router_at`, as the simulator does.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -66,23 +72,28 @@ _INITIAL: dict[tuple, tuple[bytes, ...]] = {}  # run -> every source's pickled i
 _LIVE: dict[tuple, tuple[int, Scheme]] = {}  # (run, source) -> (offset, the router that routed up to it)
 
 
-def router_at(run: tuple, source: int, offset: int, stream, folder: str = "") -> Scheme:
-    """Source ``source``'s router as it is after routing its messages with ``seq < offset``.
+def router_at(run: tuple, source: int, offset: int, stream, folder: str = "", since: int = 0,
+              initial: Callable[[], Scheme] | None = None) -> Scheme:
+    """Source ``source``'s router as it is after routing its messages with ``since <= seq < offset``.
 
     ``run = (scheme, workers, sources, seed, workload, messages, split, params)`` names the run.  Routers are
     kept across micro-batches (:func:`keep`).  A router found at an earlier offset first routes the
     messages it missed; none found (or only later ones: a replay) means starting again from the
-    initial router.  Routing is a deterministic function of the stream, so every process reaches
-    exactly the same state.  ``folder``: where every executor keeps routers (:func:`_saved`).
+    initial router: ``initial()`` if given (a live routing version's, from its first message ``since``,
+    with the version appended to ``run``), else the run's prepared one.  Routing is a deterministic
+    function of the stream, so every process reaches exactly the same state.  ``folder``: where every
+    executor keeps routers (:func:`_saved`).
     """
     _forget_other_runs(run)
-    position, router = 0, None
+    position, router = since, None
     kept = [_LIVE.pop((run, source), None)]
     if kept[0] is None or (kept[0][0] != offset and not kept[0][1].stateless):
         kept.append(_load(run, source, folder))  # another process may have routed the batches since
     for found in kept:  # a stateless router routes alike from any offset
         if found is not None and (found[1].stateless or position <= found[0] <= offset):
             position, router = found
+    if router is None and initial is not None:
+        router = initial()
     if router is None:
         if run not in _INITIAL:
             name, workers, sources, seed, *_, params = run

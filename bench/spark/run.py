@@ -197,7 +197,7 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     except ValueError as exc:
         raise RunError(str(exc)) from None
     try:
-        check_live(config, proto)
+        check_live(config, proto, app)
         feedback.check(proto, config.rate)
     except ValueError as exc:
         raise RunError(str(exc)) from None
@@ -221,8 +221,11 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     return app, status
 
 
-def check_live(config: Config, proto) -> None:
-    """``ValueError`` for live-routing options this run cannot honour (:func:`skewbench.migration.check`)."""
+def check_live(config: Config, proto, app) -> None:
+    """``ValueError`` for live-routing options this run cannot honour (:func:`skewbench.migration.check`,
+    :func:`skewbench.bench.apps.base.check_live`)."""
+    from skewbench.bench.apps.base import check_live as check_app
+
     live = config.live()
     if live is None:
         if config.migration != "all-at-once" or config.fluid_keys or config.handover != "hold":
@@ -232,9 +235,10 @@ def check_live(config: Config, proto) -> None:
     if config.rate > 0:
         raise ValueError("live routing needs --rate 0 for now: a migration must land before the last micro-batch, "
                          "which an open-loop rate leaves unknown")
-    if not (proto.stateless or proto.adaptive):
-        raise ValueError(f"scheme {config.scheme!r} routes with estimates of its own per source, which live routing "
-                         f"does not carry from version to version; use kg, consistent or an adaptive scheme")
+    if feedback.needs_loads(proto):
+        raise ValueError(f"scheme {config.scheme!r} is told the workers' loads before each micro-batch, which live "
+                         f"routing does not carry from version to version yet; use pkg or another scheme")
+    check_app(app, proto, bool(live.schedule))
 
 
 # -- the query ------------------------------------------------------------------------------------------

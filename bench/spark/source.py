@@ -52,7 +52,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from skewbench.bench.apps import make_app
 from skewbench.bench.apps.base import key_labels
 from skewbench.bench.spark import feedback, live, routing
-from skewbench.sources import source_of_each_message
+from skewbench.migration import moves_state
+from skewbench.sources import source_of_each_message, source_routers
 
 #: What Spark sees: one row per (source, worker) and micro-batch, the message copies inside as Arrow IPC.
 BUNDLE_SCHEMA = "worker int, source int, bundle binary"
@@ -97,13 +98,14 @@ def message_schema(stream, payload: tuple[str, ...]) -> pa.Schema:
 class SourcePartition(InputPartition):
     """Source ``source``'s messages with ``start <= seq < end``; ``t0``/``at`` fix intended times.  With
     live routing, ``batch`` is the micro-batch's index and ``version`` the routing version it routes with,
-    ``first`` whether the batch is that version's first, ``announced`` the version announced for the next
-    batch when the hand-over is ahead (:mod:`~skewbench.bench.spark.live`)."""
+    ``since`` that version's first message, ``first`` whether the batch is that version's first, ``announced``
+    the version announced for the next batch when the hand-over is ahead (:mod:`~skewbench.bench.spark.live`)."""
 
     def __init__(self, source: int, start: int, end: int, t0: float, at: float, batch: int = 0, version: int = 0,
-                 first: bool = False, announced: int | None = None):
+                 first: bool = False, announced: int | None = None, since: int = 0):
         self.source, self.start, self.end, self.t0, self.at = source, start, end, t0, at
         self.batch, self.version, self.first, self.announced = batch, version, first, announced
+        self.since = since
 
 
 class Options:
@@ -140,7 +142,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict:
         now = time.time()
-        return {"offset": 0, "t0": now, "at": now, **({"batch": 0, "version": 0} if self.o.versions else {}),
+        versions = {"batch": 0, "version": 0, "since": 0} if self.o.versions else {}
+        return {"offset": 0, "t0": now, "at": now, **versions,
                 **({"batch": 0} if self.o.loads else {})}
 
     def getDefaultReadLimit(self):
@@ -161,7 +164,9 @@ class SkewbenchStreamReader(DataSourceStreamReader):
             return start
         offset = {"offset": end, "t0": start["t0"], "at": now}
         if self.o.versions:  # the batch's routing version (and one announced), logged by Spark before the batch runs
-            offset |= {"batch": start["batch"] + 1, "version": live.latest(self.o.versions),
+            version = live.latest(self.o.versions)
+            since = start.get("since", 0) if version == start.get("version", 0) else start["offset"]
+            offset |= {"batch": start["batch"] + 1, "version": version, "since": since,
                        "announced": live.announced(self.o.versions)}
         elif self.o.loads:  # the batch's index: which loads its sources sync to
             offset |= {"batch": start["batch"] + 1}
@@ -173,7 +178,24 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         batch, version = end.get("batch", 1) - 1, end.get("version", 0)
         first = version != start.get("version", 0)
         return [SourcePartition(j, start["offset"], end["offset"], end["t0"], end["at"], batch, version, first,
-                                end.get("announced")) for j in range(self.o.sources)]
+                                end.get("announced"), end.get("since", 0)) for j in range(self.o.sources)]
+
+    def _router(self, partition: SourcePartition, stream) -> tuple:
+        """The router of ``partition``'s source, and the run it is kept under (None: nothing to keep).  Live
+        routing: the version's own when it sends a key to one worker, the same on every source; else the
+        source's own estimates, carried from the version's first message (as the simulator does)."""
+        o = self.o
+        if o.versions:
+            version = live.version(o.versions, partition.version)
+            if moves_state(version.router):
+                return version.router, None
+            run = (*o.run, partition.version)
+            return routing.router_at(run, partition.source, partition.start, stream, o.routers, partition.since,
+                                     lambda: source_routers(version.router, o.sources)[partition.source]), run
+        router = routing.router_at(o.run, partition.source, partition.start, stream, o.routers)
+        if o.loads and partition.batch > 0:
+            router.sync(feedback.loads_before(o.loads, partition.batch))
+        return router, o.run
 
     def read(self, partition: SourcePartition):
         o = self.o
@@ -182,15 +204,10 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         seq = partition.start + np.flatnonzero(src == partition.source)
         batch = pd.DataFrame({"seq": seq, "fp": stream.fps.view(np.int64)[seq],
                               **{c: stream.payload[c][seq] for c in o.payload}})
-        if o.versions:
-            sent = routing.route_batch(live.version(o.versions, partition.version).router, o.app, batch,
-                                       stream.clock[seq])
-        else:
-            router = routing.router_at(o.run, partition.source, partition.start, stream, o.routers)
-            if o.loads and partition.batch > 0:
-                router.sync(feedback.loads_before(o.loads, partition.batch))
-            sent = routing.route_batch(router, o.app, batch, stream.clock[seq])
-            routing.keep(o.run, partition.source, partition.end, router, o.routers)
+        router, run = self._router(partition, stream)
+        sent = routing.route_batch(router, o.app, batch, stream.clock[seq])
+        if run is not None:
+            routing.keep(run, partition.source, partition.end, router, o.routers)
         message, worker, role = seq[sent.row], sent.worker, np.where(sent.store, STORE, PROBE).astype(np.int8)
         seqs = message
         if partition.end == o.messages and partition.source == 0:  # a flush copy of message 0 for every worker

@@ -75,6 +75,26 @@ def test_scaling_out_and_in_keeps_every_answer_exact_and_consistent_hashing_move
     assert moved["consistent"] < moved["kg"] / 2
 
 
+#: every scheme whose key may have partial state on several workers (each source routes by its own estimates)
+PARTIAL = ["pkg", "dchoices", "wchoices", "dkg", "sg", "potc", "on-greedy"]
+
+
+@pytest.mark.parametrize("scheme", PARTIAL)
+@pytest.mark.parametrize("app_name", ["selfjoin", "wordcount"])
+def test_partial_state_stays_where_it_is_as_w_changes_and_every_answer_stays_exact(app_name, scheme):
+    """Nothing moves: the aggregator merges word count's partial counts from old and new workers alike, and
+    a self-join probe reaches the key's holders under every W so far (skewbench.migration.Rescaled)."""
+    app, result = run(app_name, scheme, schedule={3: 8, 30: 5})
+    assert [v.workers for v in result.versions] == [6, 8, 5] and not migrations(result)
+    assert result.stores[6:].sum() > 0  # the two workers of W = 8 stored rows, and keep them after W = 5
+    assert app.same(result.answer, reference(app_name)), scheme
+
+
+def test_naive_bayes_refuses_a_change_of_w_that_leaves_partial_state_behind():
+    with pytest.raises(ValueError, match="naivebayes cannot change W under scheme 'pkg'"):
+        run("naivebayes", "pkg", schedule={3: 8})
+
+
 @pytest.mark.parametrize("app_name", sorted(APPS))
 def test_a_fluid_migration_moves_a_few_keys_per_worker_and_batch_and_stays_exact(app_name):
     app, result = run(app_name, "kg", schedule={5: 9}, migration="fluid", fluid_keys=5)
