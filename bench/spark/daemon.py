@@ -37,7 +37,7 @@ def preload() -> None:
     import pyspark.worker  # noqa: F401
     from pyspark.sql.pandas import serializers  # noqa: F401
 
-    from skewbench.bench.spark import source, workers  # noqa: F401
+    from skewbench.bench.spark import feedback, live, routing, source, workers  # noqa: F401 (source imports these lazily)
 
     warm_numba()
     if threads() > 1:

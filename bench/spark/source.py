@@ -36,30 +36,32 @@ transfer): on 2 cores a batch of 100,000 messages took 1.7 s instead of 2.5 s at
 instead of 3.6 s at W = 9.  The source builds the bundles from the stream's columns directly, in
 worker order, with no per-message Python object and no pandas frame of the copies: at W = 100 its
 read of 3M messages was the one task every batch waited for.
+
+Spark plans each streaming query's batches (``initialOffset``, ``latestOffset``, ``partitions``) in a
+Python process of its own, started afresh per query: this module imports at the top only what planning
+needs, which that process has already loaded, and what ``read`` needs (pandas, the apps, the routers)
+where it is used — importing them cost each run 0.5 s before its first batch.
 """
 
 from __future__ import annotations
 
 import time
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from skewbench.bench.apps import make_app
-from skewbench.bench.apps.base import key_labels
-from skewbench.bench.spark import feedback, live, routing
-from skewbench.migration import moves_state
-from skewbench.sources import source_of_each_message, source_routers
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: What Spark sees: one row per (source, worker) and micro-batch, the message copies inside as Arrow IPC.
 BUNDLE_SCHEMA = "worker int, source int, bundle binary"
 BUNDLE_ARROW = pa.schema([("worker", pa.int32()), ("source", pa.int32()), ("bundle", pa.binary())])
 #: A copy's role, as the codes of the dictionary-encoded ``role`` column.
-ROLES = pa.array(["store", "probe", "flush"])
+ROLES = ("store", "probe", "flush")  # not an Arrow array here: building one imports pandas
 STORE, PROBE, FLUSH = range(3)
 
 
@@ -80,6 +82,8 @@ def stream_of(workload: str, messages: int, seed: int, shared: str = ""):
 @lru_cache(maxsize=1)
 def labels_of(stream) -> pa.StringArray:
     """Each key's label as the ``key`` column carries it, indexed by key id (:func:`key_labels`)."""
+    from skewbench.bench.apps.base import key_labels
+
     if isinstance(stream.labels, pa.Array):  # a shared stream: already the text, mapped
         return stream.labels
     return pa.array(key_labels(stream), pa.string())
@@ -119,18 +123,32 @@ class Options:
         self.split = options.get("split", "shuffle")
         self.rate = float(options.get("rate", 0))
         self.max_rows = int(options.get("max_rows_per_trigger", 0))
-        self.app = make_app(options["app"])
+        self.app_name = options["app"]
         self.scheme = options["scheme"]
         self.workers = int(options["workers"])
         self.closers = int(options.get("closers", 0))
-        self.payload = self.app.payload_columns
         self.stream_file = options.get("stream_file", "")
         self.routers = options.get("routers", "")  # the folder where every executor keeps the routers
         self.versions = options.get("versions", "")  # live routing: the folder of the routing versions
         self.params = options.get("params", "")  # the scheme's parameters ("theta=0.02,...")
         self.loads = options.get("loads", "")  # load feedback: the folder of the true loads per batch
-        self.run = routing.run_of(self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages,
-                                  self.split, self.params)
+
+    @cached_property
+    def app(self):
+        from skewbench.bench.apps import make_app
+
+        return make_app(self.app_name)
+
+    @property
+    def payload(self) -> tuple[str, ...]:
+        return self.app.payload_columns
+
+    @property
+    def run(self) -> tuple:
+        from skewbench.bench.spark import routing
+
+        return routing.run_of(self.scheme, self.workers, self.sources, self.seed, self.workload, self.messages,
+                              self.split, self.params)
 
     def stream(self):
         return self.app.prepare(stream_of(self.workload, self.messages, self.seed, self.stream_file))
@@ -164,6 +182,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
             return start
         offset = {"offset": end, "t0": start["t0"], "at": now}
         if self.o.versions:  # the batch's routing version (and one announced), logged by Spark before the batch runs
+            from skewbench.bench.spark import live
+
             version = live.latest(self.o.versions)
             since = start.get("since", 0) if version == start.get("version", 0) else start["offset"]
             offset |= {"batch": start["batch"] + 1, "version": version, "since": since,
@@ -184,6 +204,10 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         """The router of ``partition``'s source, and the run it is kept under (None: nothing to keep).  Live
         routing: the version's own when it sends a key to one worker, the same on every source; else the
         source's own estimates, carried from the version's first message (as the simulator does)."""
+        from skewbench.bench.spark import feedback, live, routing
+        from skewbench.migration import moves_state
+        from skewbench.sources import source_routers
+
         o = self.o
         if o.versions:
             version = live.version(o.versions, partition.version)
@@ -198,6 +222,11 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         return router, o.run
 
     def read(self, partition: SourcePartition):
+        import pandas as pd
+
+        from skewbench.bench.spark import live, routing
+        from skewbench.sources import source_of_each_message
+
         o = self.o
         stream = o.stream()
         src = source_of_each_message(stream, o.sources, o.split, partition.start, partition.end)
@@ -217,8 +246,9 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         order = np.argsort(worker, kind="stable")  # by worker; seq order within each
         message, seqs = message[order], seqs[order]
         t_intended = partition.t0 + seqs / o.rate if o.rate > 0 else np.full(len(seqs), partition.at)
+        roles = pa.DictionaryArray.from_arrays(role[order], pa.array(ROLES))
         columns = [seqs, labels_of(stream).take(stream.ids[message]), stream.fps.view(np.int64)[message], t_intended,
-                   *(stream.payload[c][message] for c in o.payload), pa.DictionaryArray.from_arrays(role[order], ROLES)]
+                   *(stream.payload[c][message] for c in o.payload), roles]
         rows = pa.Table.from_arrays(columns, schema=message_schema(stream, o.payload))
         yield bundles(rows, worker[order], partition.source)
         if partition.source == 0 and o.versions:
@@ -255,6 +285,8 @@ def closing_bundles(workers: int, closers: int) -> pa.RecordBatch:
 
 def no_rows() -> pd.DataFrame:
     """The rows of a worker that got only a control bundle: none, with the columns every app reads."""
+    import pandas as pd
+
     return pd.DataFrame({"seq": np.empty(0, np.int64), "source": np.empty(0, np.int32), "key": np.empty(0, object),
                          "fp": np.empty(0, np.int64), "t_intended": np.empty(0), "worker": np.empty(0, np.int32),
                          "role": np.empty(0, object)})
@@ -279,7 +311,8 @@ class SkewbenchDataSource(DataSource):
 
     def schema(self) -> str:
         o = Options(self.options)
-        message_schema(o.app.prepare(stream_of(o.workload, min(o.messages, 1000), o.seed)), o.payload)  # checks the payload
+        sample = o.app.prepare(stream_of(o.workload, min(o.messages, 1000), o.seed))
+        message_schema(sample, o.payload)  # checks the payload
         return BUNDLE_SCHEMA
 
     def streamReader(self, schema) -> SkewbenchStreamReader:
