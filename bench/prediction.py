@@ -93,15 +93,30 @@ def simulate_point(point: Point) -> Work:
 
 
 def _live_work(point: Point, app, stream) -> Work:
-    """:func:`simulate_point` for live routing: the simulator routes with the versions the pipeline's
-    controller publishes (:mod:`skewbench.migration`), and each batch fans out with the version in force."""
-    from skewbench.scheme import parse_params
-    from skewbench.simulator import simulate
-
-    result = simulate(stream, point.scheme, point.workers, point.sources, split=point.split, seed=point.seed,
-                      params=parse_params(point.params), live=point.live)
+    """:func:`simulate_point` for live routing (:func:`simulate_live`)."""
+    result = simulate_live(app, stream, point.scheme, point.workers, point.sources, point.live, split=point.split,
+                           seed=point.seed, params=point.params)
     store, probe, workers = live_copies(app, stream, result, point.live, point.live.widest(point.workers))
     return Work(store, probe, stream.distinct_keys, workers)
+
+
+def simulate_live(app, stream, scheme: str, workers: int, sources: int, live, *, split: str = "shuffle",
+                  seed: int = 0, params: str = ""):
+    """The simulator's run of the pipeline's live routing: it routes with the versions the pipeline's
+    controller publishes (:mod:`skewbench.migration`), and a scheme told the workers' loads (pkg-probe,
+    pkg-global) is told the copies they handled, as the pipeline's load feedback counts them."""
+    from skewbench.bench.spark.feedback import needs_loads
+    from skewbench.scheme import make_scheme, parse_params
+    from skewbench.simulator import simulate
+
+    width, told = live.widest(workers), needs_loads(make_scheme(scheme, workers, **parse_params(params)))
+
+    def copies(router, start: int, routes: np.ndarray) -> np.ndarray:
+        store, probe = fanned_out(app, stream, router, start, routes, width)
+        return store + probe
+
+    return simulate(stream, scheme, workers, sources, split=split, seed=seed, params=parse_params(params),
+                    live=live, copies=copies if told else None)
 
 
 def live_copies(app, stream, result, live, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -113,12 +128,18 @@ def live_copies(app, stream, result, live, width: int) -> tuple[np.ndarray, np.n
     for b in range(batches):
         version = max((v for v in result.versions if v.first_batch <= b), key=lambda v: v.number)
         lo, hi = b * live.batch, min((b + 1) * live.batch, stream.messages)
-        payload = pd.DataFrame({c: stream.payload[c][lo:hi] for c in app.payload_columns}, index=range(hi - lo))
-        sent = app.fan_out(version.router, stream.fps[lo:hi], result.routes[lo:hi], payload)
-        store[b] = np.bincount(sent.worker[sent.store], minlength=width)
-        probe[b] = np.bincount(sent.worker[~sent.store], minlength=width)
+        store[b], probe[b] = fanned_out(app, stream, version.router, lo, result.routes[lo:hi], width)
         workers[b] = version.workers
     return store, probe, workers
+
+
+def fanned_out(app, stream, router, start: int, routes: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The stored and probe copies per worker of messages ``start ..`` of ``stream`` routed to ``routes``."""
+    lo, hi = start, start + len(routes)
+    payload = pd.DataFrame({c: stream.payload[c][lo:hi] for c in app.payload_columns}, index=range(hi - lo))
+    sent = app.fan_out(router, stream.fps[lo:hi], routes, payload)
+    return (np.bincount(sent.worker[sent.store], minlength=width),
+            np.bincount(sent.worker[~sent.store], minlength=width))
 
 
 def routed(point: Point) -> Point:

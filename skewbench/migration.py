@@ -168,6 +168,9 @@ class Rescaled(Scheme):
     def candidates(self, fp: int) -> np.ndarray:
         return self.base.candidates(fp)
 
+    def sync(self, loads: np.ndarray) -> None:
+        self.base.sync(loads)
+
     @property
     def widest(self) -> int:
         """The most workers any version so far had: a key's state may be on any of them."""

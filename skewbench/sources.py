@@ -83,7 +83,8 @@ def source_routers(proto: Scheme, sources: int, *, distributed: bool = False) ->
       an adaptive scheme gives every source its own pickled copy of ``proto``, whose installed
       plan is a fixed table, so routing is a pure function of the key and the copies agree
       (:meth:`~skewbench.scheme.Scheme.spawn` would drop the plan).  A global scheme that is not
-      adaptive (a load oracle) cannot be distributed: ``ValueError``.
+      adaptive (a load oracle) becomes one router per source, which a driver keeps in step by telling
+      them all the same true loads between micro-batches (:meth:`~skewbench.scheme.Scheme.sync`).
 
     >>> [len(source_routers(make_scheme(name, workers=4), sources=3)) for name in ("pkg", "pkg-global")]
     [3, 1]
@@ -91,9 +92,6 @@ def source_routers(proto: Scheme, sources: int, *, distributed: bool = False) ->
     if distributed and proto.adaptive:
         frozen = pickle.dumps(proto)
         return [pickle.loads(frozen) for _ in range(sources)]
-    if proto.coupling == "global":
-        if distributed:
-            raise ValueError(f"scheme {proto.name!r} shares state between sources, which routers in "
-                             f"separate processes cannot")
+    if proto.coupling == "global" and not distributed:
         return [proto]
     return [proto] + [proto.spawn() for _ in range(sources - 1)]

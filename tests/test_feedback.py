@@ -1,5 +1,7 @@
 """Load feedback (bench/spark/feedback.py): the driver's loads per batch, and the simulator's prediction of
 pkg-probe and pkg-global on the cluster, where every source is told the true loads before each batch."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,16 @@ def test_the_true_loads_change_where_pkg_sends_messages():
     assert np.array_equal(probe.store[0], own.store[0]) and not np.array_equal(probe.store[1:], own.store[1:])
     assert np.array_equal(simulate_point(point("pkg-global")).store, probe.store)
     assert not np.array_equal(simulate_point(point("pkg-probe", batch_rows=6000)).store, probe.store)
+
+
+def test_while_w_changes_every_source_is_still_told_the_loads():
+    """Live routing, W 6 → 8 at batch 3: until then pkg-probe routes as without a change; after it each
+    source's fresh router is told the loads so far, so it fills the two empty workers, which pkg's own
+    estimates, started afresh, know nothing of."""
+    probe, pkg = (simulate_point(replace(point(s), schedule="3:8")) for s in ("pkg-probe", "pkg"))
+    assert probe.workers.tolist() == [6, 6, 6, 8, 8, 8]
+    assert np.array_equal(probe.store[:3, :6], simulate_point(point("pkg-probe")).store[:3])
+    assert probe.store[3:, 6:].sum() > 1.5 * pkg.store[3:, 6:].sum()
 
 
 def test_a_router_rebuilt_from_the_stream_routes_on_as_the_kept_one_once_synced():

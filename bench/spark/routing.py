@@ -27,7 +27,8 @@ Every registered scheme runs; how each kind gets its routers (:func:`prepare`, w
 With live routing (:mod:`~skewbench.bench.spark.live`) a source routes with the routing version its offset
 names: the version's own router when it sends a key to one worker, the same on every source
 (:func:`~skewbench.migration.moves_state`), else the source's own router, started afresh from the version's
-and carried from its first message (the offset's ``since``) with :func:`router_at`, as the simulator does.
+and carried from its first message (the offset's ``since``) with :func:`router_at`, as the simulator does —
+and, for a scheme told the loads, set to them before each micro-batch as above.
 """
 
 from __future__ import annotations
@@ -56,8 +57,6 @@ def prepare(name: str, workers: int, sources: int, stream, seed: int = 0, params
     parameters as :func:`~skewbench.scheme.parse_params` reads them."""
     proto = prepare_scheme(name, workers, stream, seed=seed, plan_prefix=warmup_messages(stream.messages),
                            params=parse_params(params))
-    if proto.coupling == "global" and not proto.adaptive:  # a load oracle: synced copies (module docstring)
-        return [proto] + [proto.spawn() for _ in range(sources - 1)]
     return source_routers(proto, sources, distributed=True)
 
 

@@ -235,9 +235,6 @@ def check_live(config: Config, proto, app) -> None:
     if config.rate > 0:
         raise ValueError("live routing needs --rate 0 for now: a migration must land before the last micro-batch, "
                          "which an open-loop rate leaves unknown")
-    if feedback.needs_loads(proto):
-        raise ValueError(f"scheme {config.scheme!r} is told the workers' loads before each micro-batch, which live "
-                         f"routing does not carry from version to version yet; use pkg or another scheme")
     check_app(app, proto, bool(live.schedule))
 
 

@@ -203,23 +203,24 @@ class SkewbenchStreamReader(DataSourceStreamReader):
     def _router(self, partition: SourcePartition, stream) -> tuple:
         """The router of ``partition``'s source, and the run it is kept under (None: nothing to keep).  Live
         routing: the version's own when it sends a key to one worker, the same on every source; else the
-        source's own estimates, carried from the version's first message (as the simulator does)."""
+        source's own estimates, carried from the version's first message (as the simulator does).  With
+        load feedback, set to the workers' true loads before the batch."""
         from skewbench.bench.spark import feedback, live, routing
         from skewbench.migration import moves_state
         from skewbench.sources import source_routers
 
         o = self.o
+        run, since, initial = o.run, 0, None
         if o.versions:
             version = live.version(o.versions, partition.version)
             if moves_state(version.router):
                 return version.router, None
-            run = (*o.run, partition.version)
-            return routing.router_at(run, partition.source, partition.start, stream, o.routers, partition.since,
-                                     lambda: source_routers(version.router, o.sources)[partition.source]), run
-        router = routing.router_at(o.run, partition.source, partition.start, stream, o.routers)
+            run, since = (*o.run, partition.version), partition.since
+            initial = lambda: source_routers(version.router, o.sources, distributed=True)[partition.source]  # noqa: E731
+        router = routing.router_at(run, partition.source, partition.start, stream, o.routers, since, initial)
         if o.loads and partition.batch > 0:
             router.sync(feedback.loads_before(o.loads, partition.batch))
-        return router, o.run
+        return router, run
 
     def read(self, partition: SourcePartition):
         import pandas as pd

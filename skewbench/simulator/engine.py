@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
-from skewbench.migration import Live, Version, owners
+from skewbench.migration import Live, Version, moves_state, owners
 from skewbench.scheme import Plan, Scheme, make_scheme
 from skewbench.simulator import metrics
 from skewbench.sources import plan_on_prefix, source_of_each_message, source_routers
@@ -109,7 +109,8 @@ class Simulation:
 
     def __init__(self, stream: Stream, scheme: str, workers: int, sources: int = 1, *, split: str = "shuffle",
                  interval: int | None = None, schedule: dict[int, int] | None = None, seed: int = 0,
-                 samples: int = 1000, params: dict | None = None, live: Live | None = None):
+                 samples: int = 1000, params: dict | None = None, live: Live | None = None,
+                 copies: Callable[[Scheme, int, np.ndarray], np.ndarray] | None = None):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if sources < 1:
@@ -129,6 +130,19 @@ class Simulation:
             raise ValueError("every worker count in the schedule must be >= 1")
         self.interval = int(live.batch if live else interval or max(1, stream.messages // 100))
         self.samples = samples
+        self.copies = copies
+
+    def _source_routers(self, proto: Scheme) -> list[Scheme]:
+        """Every source's router; with live routing as the pipelines make them, each source in a process of
+        its own (a load oracle: a router per source, kept in step by :meth:`~Scheme.sync`)."""
+        return source_routers(proto, self.sources, distributed=self.live is not None and not moves_state(proto))
+
+    def _handled(self, router: Scheme, start: int, routes: np.ndarray, width: int) -> np.ndarray:
+        """The copies each worker handles of messages ``start ..`` routed to ``routes``: ``copies`` when given
+        (an app's fan-out: a self-join's probes too), else one a message."""
+        if self.copies is not None:
+            return self.copies(router, start, routes)
+        return np.bincount(routes, minlength=width)
 
     def _new_router(self, workers: int) -> Scheme:
         return make_scheme(self.scheme, workers, seed=self.seed, **self.params)
@@ -148,7 +162,8 @@ class Simulation:
             proto.fit(self._whole_stream_stats(workers))
         _warm_up(proto, stream)
         controller = self.live.controller(proto, n, self._rescaled) if self.live else None
-        routers = source_routers(proto, self.sources)
+        routers = self._source_routers(proto)
+        handled = np.zeros(width)  # live routing: every worker's copies so far, as load feedback tells them
         measures = metrics.Measures(np.unique(np.linspace(0, n, self.samples + 1).astype(np.int64)[1:]), width)
         routes = np.empty(n, dtype=np.int64) if isinstance(stream, Stream) else None
         interval, plans, migrated, route_seconds = _Interval(width), [], 0, 0.0
@@ -164,11 +179,14 @@ class Simulation:
             interval.add(piece, piece_routes, keys=proto.adaptive)
             if controller is not None:
                 controller.observe(fps, piece_routes, float(clock[-1]))
+                handled += self._handled(controller.current.router, start, piece_routes, width)
             if closes and controller is not None:
                 version = controller.current
                 if controller.after((start + len(piece) - 1) // self.interval) is not version:
-                    routers = source_routers(controller.current.router, self.sources)
+                    routers = self._source_routers(controller.current.router)
                     workers, migrated = controller.current.workers, migrated + len(controller.current.moves)
+                for router in routers:  # as the pipeline's sources are told before the next batch
+                    router.sync(handled)
             elif closes:
                 for router in routers:
                     router.sync(measures.series.totals[:workers].astype(np.float64))
