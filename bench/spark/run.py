@@ -232,9 +232,6 @@ def check_live(config: Config, proto, app) -> None:
             raise ValueError("--migration, --fluid-keys and --handover need --rebalance-every or --schedule")
         return
     live.controller(proto, config.messages, rescale=lambda w: proto)  # its own checks first
-    if config.rate > 0:
-        raise ValueError("live routing needs --rate 0 for now: a migration must land before the last micro-batch, "
-                         "which an open-loop rate leaves unknown")
     check_app(app, proto, bool(live.schedule))
 
 

@@ -36,6 +36,8 @@ CASES = {  # name: the run's options beyond BASE.  A rebalancing run needs 42 mi
     # told the workers' loads before every batch (bench/spark/feedback.py), W changing meanwhile
     "probe-in-out": {"app": "selfjoin", "scheme": "pkg-probe", "schedule": "5:6,12:3", "messages": 2000},
     "global-in-out": {"app": "wordcount", "scheme": "pkg-global", "schedule": "5:3,12:4", "messages": 2000},
+    # offered open loop, 1 s of stream: micro-batches of batch_rows still, each once its last message has come
+    "kg-rate": {"app": "wordcount", "scheme": "kg", "schedule": "5:3,12:4", "messages": 2000, "rate": 2000},
     KILLED: {"app": "selfjoin", "scheme": "kg", "workers": 3, "schedule": "4:4", "delay_ms": 2, "messages": 6000,
              "batch_rows": 600},  # last: the executor it loses is replaced, but for no later run
 }
@@ -166,7 +168,7 @@ def test_an_executor_killed_while_state_is_in_flight_changes_no_answer(live_runs
     (["--scheme", "kg", "--handover", "ahead"], "need --rebalance-every or --schedule"),
     (["--scheme", "kg", "--schedule", "1:4", "--handover", "ahead"], "with the hand-over ahead"),
     (["--app", "naivebayes", "--scheme", "pkg", "--schedule", "3:4"], "naivebayes cannot change W under scheme"),
-    (["--scheme", "kg", "--schedule", "3:4", "--rate", "1000"], "--rate 0"),
+    (["--scheme", "pkg-probe", "--schedule", "3:4", "--rate", "1000"], "--rate 0"),
 ])
 def test_bad_live_options_are_usage_errors(tmp_path, capsys, options, message):
     from skewbench.cli import main
