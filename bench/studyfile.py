@@ -189,10 +189,11 @@ class Point:
     @property
     def live(self):
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
+        from skewbench.bench.apps import make_app
         from skewbench.migration import Live
 
         return Live.of(self.batch_rows, self.rebalance_every, self.schedule, self.migration, self.fluid_keys,
-                       self.handover)
+                       self.handover, make_app(self.app).probes_read_final_state)
 
 
 @dataclass(frozen=True)
@@ -354,7 +355,6 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
 
 def _check_live(study: Study) -> None:
     """Live routing's factors, point by point in every profile: what ``skewbench run`` would refuse."""
-    from skewbench.bench.apps import make_app
     from skewbench.bench.driver import config_of
     from skewbench.bench.spark.run import check_live
     from skewbench.scheme import make_scheme, parse_params
@@ -371,7 +371,7 @@ def _check_live(study: Study) -> None:
                 continue
             try:
                 check_live(config_of(point, Path()), make_scheme(point.scheme, point.workers, seed=point.seed,
-                                                                 **parse_params(point.params)), make_app(point.app))
+                                                                 **parse_params(point.params)))
             except ValueError as exc:
                 key = "rebalance_every" if point.rebalance_every else "schedule"
                 where = f"{profile} profile, " if profile != "default" else ""

@@ -29,7 +29,9 @@ D-/W-Choices, DKG, sg, the greedy ones) may hold a key's partial state on severa
 changes, its new router starts afresh on every source and the partial state stays where it is, merged
 downstream as it always is (word count's aggregator sums partial counts), and a key's holders are then
 its holders under every version so far (:class:`Rescaled`), so that a self-join probe still reaches every
-worker with ticks of its key (Naive Bayes refuses: :func:`skewbench.bench.apps.base.check_live`).
+worker with ticks of its key.  An app whose queries read the holders' *final* state (Naive Bayes) needs the
+holders a key will have too: with ``holders_ahead`` every version's holders include those under every W of
+the schedule, from version 0 on.
 
 Everything here is a deterministic function of the messages and the scheme, so the simulator and the
 cluster publish the same versions at the same batches.
@@ -257,7 +259,7 @@ def _fluid_steps_reference(moves: np.ndarray, fluid_keys: int) -> list[np.ndarra
 class Live:
     """Routing that changes during a run, as the simulator and the pipelines take it: micro-batches of
     ``batch`` messages; rebalance ``every`` that many batches (0: never); ``schedule`` ``{batch: W}``;
-    ``migration``, ``fluid_keys`` and ``handover`` as :class:`Controller` takes them."""
+    ``migration``, ``fluid_keys``, ``handover`` and ``holders_ahead`` as :class:`Controller` takes them."""
 
     batch: int
     every: int = 0
@@ -265,14 +267,16 @@ class Live:
     migration: str = "all-at-once"
     fluid_keys: int = 0
     handover: str = "hold"
+    holders_ahead: bool = False
 
     @classmethod
     def of(cls, batch: int, every: int, schedule: str, migration: str, fluid_keys: int,
-           handover: str = "hold") -> Live | None:
+           handover: str = "hold", holders_ahead: bool = False) -> Live | None:
         """From a run's options (``schedule`` as :func:`parse_schedule` reads it); None when nothing changes."""
         if not (every or schedule):
             return None
-        return cls(batch, every, parse_schedule(schedule) if schedule else {}, migration, fluid_keys, handover)
+        return cls(batch, every, parse_schedule(schedule) if schedule else {}, migration, fluid_keys, handover,
+                   holders_ahead)
 
     def batches(self, messages: int) -> int:
         return -(-messages // self.batch)
@@ -282,7 +286,7 @@ class Live:
             raise ValueError(f"a micro-batch needs >= 1 messages, got {self.batch}")
         return Controller(router, self.batches(messages), every=self.every, schedule=self.schedule,
                           strategy=self.migration, fluid_keys=self.fluid_keys, handover=self.handover,
-                          rescale=rescale)
+                          rescale=rescale, holders_ahead=self.holders_ahead)
 
     def widest(self, workers: int) -> int:
         """The most workers the run ever has (Spark provisions that many state partitions up front)."""
@@ -328,18 +332,22 @@ class Controller:
     ``every``: rebalance every that many batches (0: never); ``schedule``: ``{batch: W}``;
     ``rescale``: a router for W workers, for schemes that do not plan (a hash: kg, consistent);
     ``handover``: ``hold`` or ``ahead`` (module docstring; ``announced`` is then the version the next
-    batch hands over for, in force from the batch after it).
+    batch hands over for, in force from the batch after it); ``holders_ahead``: a key's holders, where its
+    state stays as W changes, include from the start those under every W of the schedule.
     """
 
     def __init__(self, router: Scheme, batches: int, *, every: int = 0, schedule: dict[int, int] | None = None,
                  strategy: str = "all-at-once", fluid_keys: int = 0, handover: str = "hold",
-                 rescale: Callable[[int], Scheme] | None = None):
+                 rescale: Callable[[int], Scheme] | None = None, holders_ahead: bool = False):
         schedule = dict(schedule or {})
         check(router, batches, every, schedule, strategy, fluid_keys, handover)
         if schedule and not router.adaptive and rescale is None:
             raise ValueError(f"scheme {router.name!r} changes W by starting a new router: give rescale")
         self.batches, self.every, self.schedule = batches, every, schedule
         self.strategy, self.fluid_keys, self.handover, self.rescale = strategy, fluid_keys, handover, rescale
+        if holders_ahead and not moves_state(router):
+            for workers in sorted(set(schedule.values()) - {router.workers}):
+                router = Rescaled(router, rescale(workers))  # routes as before; holds as every later W will
         self.versions = [Version(0, 0, router, np.empty(0, MOVE_DTYPE), router.workers, handover=handover)]
         self.announced: Version | None = None
         self._pending: list[Version] = []  # the later steps of a fluid migration

@@ -169,10 +169,8 @@ BAD = {
                          "study.yaml: params: scheme 'consistent': "),
     "parameter syntax": (TINY.replace("[kg, pkg]", "consistent") + "params: vnodes\n",
                          "study.yaml: params: scheme 'consistent': scheme parameters are NAME=VALUE pairs"),
-    "live partial state": (TINY.replace("[wordcount, selfjoin]", "naivebayes") + "quick: {schedule: '2:5'}\n",
-                           "study.yaml: schedule: quick profile, naivebayes pkg: naivebayes cannot change W"),
-    "live load feedback": (TINY.replace("[kg, pkg]", "pkg-probe") + "full: {schedule: '2:5'}\n",
-                           "study.yaml: schedule: full profile, wordcount pkg-probe: scheme 'pkg-probe' is told"),
+    "live hash rebalancing": (TINY.replace("[kg, pkg]", "kg") + "full: {rebalance_every: 2}\n",
+                              "study.yaml: rebalance_every: full profile, wordcount kg: scheme 'kg' cannot rebalance"),
     "not a mapping": ("- tiny\n", "study.yaml: a study file is a mapping"),
 }
 

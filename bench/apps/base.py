@@ -20,7 +20,6 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 import pandas as pd
 
-from skewbench.migration import moves_state
 from skewbench.scheme import Scheme
 from skewbench.stream import Stream
 
@@ -122,9 +121,9 @@ class App:
     name: ClassVar[str] = ""
     default_workload: ClassVar[str] = ""
     payload_columns: ClassVar[tuple[str, ...]] = ()
-    #: whether the answer stays exact when a key's partial state stays behind as W changes (a scheme that
-    #: splits keys, :func:`skewbench.migration.moves_state`): no probe needs a holder the key gains later
-    partial_state_may_stay: ClassVar[bool] = True
+    #: whether a probe reads its holders' final state, so that it must also reach the holders a key gains
+    #: later, when W changes and a scheme leaves partial state where it is (:class:`skewbench.migration.Live`)
+    probes_read_final_state: ClassVar[bool] = False
 
     def check(self, stream: Stream) -> None:
         """``ValueError`` with a clear message if ``stream`` lacks what the app needs."""
@@ -199,10 +198,3 @@ class App:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
-
-def check_live(app: App, router, changes_workers: bool) -> None:
-    """``ValueError`` (one line) when ``app`` cannot stay exact as ``router``'s W changes."""
-    if changes_workers and not (app.partial_state_may_stay or moves_state(router)):
-        raise ValueError(f"{app.name} cannot change W under scheme {router.name!r}: a key's partial state stays where "
-                         f"it is, and a query probes only the holders its word has when it arrives; use kg, "
-                         f"consistent or an adaptive scheme")

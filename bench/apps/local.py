@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.apps.base import App, check_live, copy_rows, stream_rows
+from skewbench.bench.apps.base import App, copy_rows, stream_rows
 from skewbench.bench.apps.handover import Desk, batch_orders, handle
 from skewbench.migration import Live
 from skewbench.scheme import Scheme, make_scheme
@@ -62,8 +62,8 @@ def run_in_process(app: App, stream: Stream, scheme: str | Scheme, workers: int,
                                                    plan_prefix=plan_prefix)
     if scheme.workers != workers:
         raise ValueError(f"the scheme has {scheme.workers} workers, the run {workers}")
-    changes = Live(batch, rebalance_every, dict(schedule or {}), migration, fluid_keys, handover)
-    check_live(app, scheme, bool(schedule))
+    changes = Live(batch, rebalance_every, dict(schedule or {}), migration, fluid_keys, handover,
+                   app.probes_read_final_state)
     controller = changes.controller(scheme, stream.messages, rescale=lambda w: prepare_scheme(
         scheme.name, w, stream, seed=seed, params=params, plan_prefix=plan_prefix))
     width = changes.widest(workers)

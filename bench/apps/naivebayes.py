@@ -80,7 +80,7 @@ class NaiveBayes(App):
     name = "naivebayes"
     default_workload = "docs:classes=4"
     payload_columns = ("doc", "label")
-    partial_state_may_stay = False  # a query reads its probed workers' final counts: later holders unprobed
+    probes_read_final_state = True  # a query reads its probed workers' final counts (module docstring)
 
     def __init__(self, query_every: int = 10, alpha: float = 1.0):
         if int(query_every) < 2 or alpha <= 0:

@@ -90,8 +90,10 @@ class Config:
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
         from skewbench.migration import Live
 
+        from skewbench.bench.apps import make_app
+
         return Live.of(batch_rows(self), self.rebalance_every, self.schedule, self.migration, self.fluid_keys,
-                       self.handover)
+                       self.handover, make_app(self.app).probes_read_final_state)
 
     def width(self) -> int:
         """Worker slots provisioned: the most workers the schedule ever asks for (Spark fixes the state's
@@ -197,7 +199,7 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     except ValueError as exc:
         raise RunError(str(exc)) from None
     try:
-        check_live(config, proto, app)
+        check_live(config, proto)
         feedback.check(proto, config.rate)
     except ValueError as exc:
         raise RunError(str(exc)) from None
@@ -221,18 +223,14 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     return app, status
 
 
-def check_live(config: Config, proto, app) -> None:
-    """``ValueError`` for live-routing options this run cannot honour (:func:`skewbench.migration.check`,
-    :func:`skewbench.bench.apps.base.check_live`)."""
-    from skewbench.bench.apps.base import check_live as check_app
-
+def check_live(config: Config, proto) -> None:
+    """``ValueError`` for live-routing options this run cannot honour (:func:`skewbench.migration.check`)."""
     live = config.live()
     if live is None:
         if config.migration != "all-at-once" or config.fluid_keys or config.handover != "hold":
             raise ValueError("--migration, --fluid-keys and --handover need --rebalance-every or --schedule")
         return
-    live.controller(proto, config.messages, rescale=lambda w: proto)  # its own checks first
-    check_app(app, proto, bool(live.schedule))
+    live.controller(proto, config.messages, rescale=lambda w: proto)
 
 
 # -- the query ------------------------------------------------------------------------------------------

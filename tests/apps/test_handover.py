@@ -80,19 +80,28 @@ PARTIAL = ["pkg", "dchoices", "wchoices", "dkg", "sg", "potc", "on-greedy"]
 
 
 @pytest.mark.parametrize("scheme", PARTIAL)
-@pytest.mark.parametrize("app_name", ["selfjoin", "wordcount"])
+@pytest.mark.parametrize("app_name", sorted(APPS))
 def test_partial_state_stays_where_it_is_as_w_changes_and_every_answer_stays_exact(app_name, scheme):
-    """Nothing moves: the aggregator merges word count's partial counts from old and new workers alike, and
-    a self-join probe reaches the key's holders under every W so far (skewbench.migration.Rescaled)."""
+    """Nothing moves: the aggregator merges word count's partial counts from old and new workers alike, a
+    self-join probe reaches the key's holders under every W so far (skewbench.migration.Rescaled), and a
+    Naive Bayes query also those under every W to come."""
     app, result = run(app_name, scheme, schedule={3: 8, 30: 5})
     assert [v.workers for v in result.versions] == [6, 8, 5] and not migrations(result)
     assert result.stores[6:].sum() > 0  # the two workers of W = 8 stored rows, and keep them after W = 5
     assert app.same(result.answer, reference(app_name)), scheme
 
 
-def test_naive_bayes_refuses_a_change_of_w_that_leaves_partial_state_behind():
-    with pytest.raises(ValueError, match="naivebayes cannot change W under scheme 'pkg'"):
-        run("naivebayes", "pkg", schedule={3: 8})
+def test_a_naive_bayes_query_must_probe_the_holders_its_word_will_have():
+    """A query reads the final counts of the workers it probed: under pkg, W 6 → 8 → 5, it probes the word's
+    two choices under every W of the schedule (up to six workers) and is exact; probing only the holders
+    the word has when the query comes, it misses the counts trained later on the new workers."""
+    app, result = run("naivebayes", "pkg", schedule={3: 8, 30: 5})
+    assert app.same(result.answer, reference("naivebayes")) and 2 < result.answer.probes_per_word <= 6
+    blind = make_app("naivebayes")
+    blind.probes_read_final_state = False  # this instance only
+    missed = run_in_process(blind, stream(), "pkg", 6, sources=3, batch=BATCH, schedule={3: 8, 30: 5})
+    assert not blind.same(missed.answer, reference("naivebayes"))
+    assert missed.answer.probes_per_word < result.answer.probes_per_word  # what the exact answer costs
 
 
 @pytest.mark.parametrize("app_name", sorted(APPS))

@@ -52,7 +52,8 @@ def run(app_name: str, scheme: str, every: int = 0, schedule: str = "", migratio
     """One run of W = 4 workers, S = 2 sources, 44 micro-batches (offered at ``rate`` messages/s, 0: all at
     once); True when exact and as simulated (and, with the hand-over ahead, with no row held)."""
     app = make_app(app_name)
-    live = Live(BATCH, every, parse_schedule(schedule) if schedule else {}, migration, fluid_keys, handover)
+    live = Live(BATCH, every, parse_schedule(schedule) if schedule else {}, migration, fluid_keys, handover,
+                app.probes_read_final_state)
     width = live.widest(W)
     stream = app.prepare(stream_of(WORKLOAD, MESSAGES, 0))
     first = make_scheme(scheme, W)
@@ -109,6 +110,7 @@ CASES = [("wordcount", "mixed", 1), ("selfjoin", "gedik-readj", 2), ("naivebayes
          ("naivebayes", "consistent", 0, "5:3,25:4", "fluid", 10, "ahead"),
          ("selfjoin", "pkg", 0, "5:3,25:4"), ("wordcount", "dkg", 0, "5:6,25:3", "all-at-once", 0, "ahead"),
          ("selfjoin", "pkg-probe", 0, "5:6,25:3"), ("wordcount", "pkg-global", 0, "5:3,25:4"),
+         ("naivebayes", "pkg", 0, "5:6,25:3"),
          # offered open loop at 20,000 messages/s: 0.22 s of stream each
          ("wordcount", "mixed", 1, "", "all-at-once", 0, "hold", 20_000),
          ("selfjoin", "kg", 0, "5:3,25:4", "all-at-once", 0, "ahead", 20_000)]
