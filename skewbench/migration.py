@@ -54,15 +54,26 @@ STRATEGIES = ("all-at-once", "fluid")
 HANDOVERS = ("hold", "ahead")
 
 
-class Pinned(Scheme):
+class Wrapper(Scheme):
+    """A router made of the scheme ``base``, and of its kind (name, coupling, adaptive, ...)."""
+
+    def __init__(self, base: Scheme):
+        self.base = base
+        self.name, self.coupling, self.adaptive = base.name, base.coupling, base.adaptive
+        self.stateless, self.offline, self.splits_keys = base.stateless, base.offline, base.splits_keys
+        super().__init__(base.workers, base.seed)
+
+    def table_size(self) -> int:
+        return self.base.table_size()
+
+
+class Pinned(Wrapper):
     """``base``, except that the keys ``keys`` go to the workers ``to``: a fluid migration's
     intermediate router, whose keys not yet moved still go where their state is."""
 
     def __init__(self, base: Scheme, keys: np.ndarray, to: np.ndarray):
-        self.base, self.keys, self.to = base, keys, to
-        self.name, self.coupling, self.adaptive = base.name, base.coupling, base.adaptive
-        self.stateless, self.offline = base.stateless, base.offline
-        super().__init__(base.workers, base.seed)
+        self.keys, self.to = keys, to
+        super().__init__(base)
 
     def reset(self) -> None:
         keys, to = np.asarray(self.keys, dtype=np.uint64), np.asarray(self.to, dtype=np.int64)
@@ -151,15 +162,13 @@ class Staged(Pinned):
         return self.base.table_size() + int((self.plan.step > self.step).sum())
 
 
-class Rescaled(Scheme):
+class Rescaled(Wrapper):
     """A router that routes as ``base`` while its keys' state may also be where ``before`` put it: a scheme
     whose partial state stays when W changes (module docstring).  Its holders are both routers'."""
 
     def __init__(self, base: Scheme, before: Scheme):
-        self.base, self.before = base, before
-        self.name, self.coupling, self.adaptive = base.name, base.coupling, base.adaptive
-        self.stateless, self.offline, self.splits_keys = base.stateless, base.offline, base.splits_keys
-        super().__init__(base.workers, base.seed)
+        self.before = before
+        super().__init__(base)
 
     def spawn(self) -> Rescaled:
         return Rescaled(self.base.spawn(), self.before)
@@ -186,9 +195,6 @@ class Rescaled(Scheme):
         width = self.widest
         pairs = np.unique(np.r_[rows, old_rows] * width + np.r_[workers, old_workers])  # by row, workers ascending
         return pairs // width, pairs % width
-
-    def table_size(self) -> int:
-        return self.base.table_size()
 
 
 def moves_state(router: Scheme) -> bool:

@@ -172,8 +172,8 @@ class Publisher:
         fps = self.stream.fps[seq[order]]
         now = float(self.stream.clock[seq[order][-1]]) if len(seq) else 0.0
         current = self.controller.current
-        if not current.router.stateless:
-            current.router.route_many(fps, self.stream.clock[seq[order]])  # as the simulator's router sees them
+        if current.router.adaptive:  # it plans from what it routed, as the simulator's router does
+            current.router.route_many(fps, self.stream.clock[seq[order]])
         self.controller.observe(fps, workers[order], now)
         nxt = self.controller.after(batch)
         if nxt is not current:
