@@ -33,9 +33,10 @@ CASES = {  # name: the run's options beyond BASE.  A rebalancing run needs 42 mi
     "kg-fluid": {"app": "selfjoin", "scheme": "kg", "schedule": "5:3", "migration": "fluid", "fluid_keys": 10,
                  "messages": 2000},
     "pkg-in-out": {"app": "selfjoin", "scheme": "pkg", "schedule": "5:3,12:4", "messages": 2000},  # nothing moves
-    "pkg-naivebayes": {"app": "naivebayes", "scheme": "pkg", "workers": 3, "schedule": "5:4,12:2", "messages": 2000},
-    # told the workers' loads before every batch (bench/spark/feedback.py), W changing meanwhile
-    "probe-in-out": {"app": "selfjoin", "scheme": "pkg-probe", "workers": 3, "schedule": "5:4,12:2", "messages": 2000},
+    # told the workers' loads before every batch (bench/spark/feedback.py) while W changes; a query also probes
+    # the holders its word will have (skewbench.migration.Live.holders_ahead)
+    "probe-naivebayes": {"app": "naivebayes", "scheme": "pkg-probe", "workers": 3, "schedule": "5:4,12:2",
+                         "messages": 2000},
     "global-in-out": {"app": "wordcount", "scheme": "pkg-global", "schedule": "5:3,12:4", "messages": 2000},
     # offered open loop, 1 s of stream: micro-batches of batch_rows still, each once its last message has come
     "kg-rate": {"app": "wordcount", "scheme": "kg", "schedule": "5:3,12:4", "messages": 2000, "rate": 2000},
