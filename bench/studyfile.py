@@ -317,7 +317,6 @@ def _check_names(path: Path, spec: dict) -> None:
 def _check_block(path: Path, spec: dict, prefix: str) -> None:
     import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.bench.apps import APPS, make_app
-    from skewbench.bench.spark import feedback
     from skewbench.scheme import REGISTRY, make_scheme, parse_params
     from skewbench.workloads import WorkloadError, parse
 
@@ -327,11 +326,6 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
     for scheme in spec["schemes"]:
         if scheme not in REGISTRY:
             raise _fail(path, prefix + "schemes", f"unknown scheme {scheme!r}; see `skewbench schemes`")
-        for rate in [*spec["rate"], *([1.0] if spec.get("offered_rate") else [])]:  # (an offered rate is > 0)
-            try:
-                feedback.check(make_scheme(scheme, 2), rate)
-            except ValueError as exc:
-                raise _fail(path, prefix + "schemes", str(exc)) from None
     for params in spec["params"]:  # a block's parameters are for each of its schemes
         for scheme in spec["schemes"]:
             try:

@@ -329,7 +329,8 @@ def add_run_options(run) -> None:
     run.add_argument("--rate", type=float, default=0.0, metavar="R",
                      help="offered messages/s, open loop (default 0: all available at once)")
     run.add_argument("--batch-rows", type=int, metavar="N",
-                     help="most messages per micro-batch (default N/10); with live routing exactly N, also at a --rate")
+                     help="most messages per micro-batch (default N/10); with live routing or load feedback "
+                          "exactly N, also at a --rate")
     run.add_argument("--master", metavar="URL", help="spark://HOST:7077 (default: spark.master of SPARK_CONF_DIR)")
     run.add_argument("--seed", type=int, default=0, help="seed of the workload and the hash functions")
     run.add_argument("--split", choices=("shuffle", "key"), default="shuffle", help="how messages reach sources")

@@ -138,8 +138,6 @@ BAD = {
     "unknown key": (TINY + "colour: red\n", "study.yaml: colour: unknown key; known keys: "),
     "unknown app": (TINY.replace("selfjoin]", "sort]"), "study.yaml: apps: unknown app 'sort'"),
     "unknown scheme": (TINY.replace("[kg, pkg]", "[kg, nope]"), "study.yaml: schemes: unknown scheme 'nope'"),
-    "load feedback open loop": (TINY.replace("[kg, pkg]", "[pkg-probe]") + "rate: 5000\n",
-                                "study.yaml: schemes: scheme 'pkg-probe' is told the true loads"),
     "W zero": (TINY.replace("workers: [4]", "workers: [0]"), "study.yaml: workers[0]: 0 is less than the minimum of 1"),
     "W too large": (TINY.replace("workers: [4]", "workers: [4, 5000]"), "study.yaml: workers[1]: 5000 is greater"),
     "W not a number": (TINY.replace("workers: [4]", "workers: [four]"), "study.yaml: workers[0]: 'four' is not of type"),

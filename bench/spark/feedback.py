@@ -10,7 +10,8 @@ routes batch *b + 1*.  The batch's index is in the offset Spark logs before the 
 batch reads the same file; and ``sync`` replaces the router's estimates whole, so a router rebuilt from
 the stream (:func:`~skewbench.bench.spark.routing.router_at`) routes on exactly as the one it replaces.  pkg-global
 on the cluster is thus PKG with a probe every micro-batch, which is also how the simulator predicts it
-(:func:`~skewbench.bench.prediction.simulate_point`).
+(:func:`~skewbench.bench.prediction.simulate_point`).  At an open-loop rate the source still cuts whole
+micro-batches (:mod:`~skewbench.bench.spark.source`), so the loads come after the same messages.
 """
 
 from __future__ import annotations
@@ -27,14 +28,6 @@ from skewbench.scheme import Scheme
 def needs_loads(router: Scheme) -> bool:
     """The scheme is told the true loads between intervals (it has a :meth:`~Scheme.sync` of its own)."""
     return type(router).sync is not Scheme.sync
-
-
-def check(router: Scheme, rate: float) -> None:
-    """``ValueError`` unless the run's micro-batches are known in advance: the loads come at their ends,
-    and the simulator predicts them there (an open-loop rate leaves the batches to timing)."""
-    if needs_loads(router) and rate > 0:
-        raise ValueError(f"scheme {router.name!r} is told the true loads at each micro-batch's end, which an "
-                         f"open-loop rate leaves to timing: run it with --rate 0 (pkg estimates loads itself)")
 
 
 def loads_before(folder: str, batch: int) -> np.ndarray:

@@ -200,7 +200,6 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
         raise RunError(str(exc)) from None
     try:
         check_live(config, proto)
-        feedback.check(proto, config.rate)
     except ValueError as exc:
         raise RunError(str(exc)) from None
     spec = config.workload or app.default_workload

@@ -9,9 +9,11 @@ each of the worker ids W .. W + C - 1 to every batch, the closing groups of the 
 (:func:`~skewbench.bench.spark.workers.close`); ``stream_file``: the name under which the driver shared the
 stream with the executors (:func:`stream_of`); ``versions``: live routing's folder
 (:mod:`~skewbench.bench.spark.live`) — the offsets then also carry the batch's index and routing version,
-every source routes with that version, and source 0 adds the workers' control bundles; its micro-batches are
-``max_rows_per_trigger`` messages each, also at an open-loop ``rate`` (a batch waits for its last message), so
-that the controller, which plans by batch, acts at the same messages in every run and in the simulator.
+every source routes with that version, and source 0 adds the workers' control bundles; ``loads``: load
+feedback's folder (:mod:`~skewbench.bench.spark.feedback`).  With either, the micro-batches are
+``max_rows_per_trigger`` messages each, also at an open-loop ``rate`` (a batch waits for its last message):
+routing then depends on where batches end, and so they end at the same messages in every run and in the
+simulator.
 
 Offsets are ``{"offset": n, "t0": start, "at": offered}`` over the global message index ``n``:
 ``t0`` is the query start (fixed by the first offset), ``at`` the time :meth:`latestOffset` made the
@@ -180,7 +182,7 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         end = self.available(start["t0"], now)
         if isinstance(limit, ReadMaxRows):
             full = min(self.o.messages, start["offset"] + limit.max_rows)
-            if self.o.versions and end < full:  # live routing: only whole batches (module docstring)
+            if (self.o.versions or self.o.loads) and end < full:  # only whole batches (module docstring)
                 return start
             end = min(end, full)
         if end <= start["offset"]:

@@ -170,7 +170,6 @@ def test_an_executor_killed_while_state_is_in_flight_changes_no_answer(live_runs
     (["--scheme", "kg", "--migration", "fluid", "--fluid-keys", "5"], "need --rebalance-every or --schedule"),
     (["--scheme", "kg", "--handover", "ahead"], "need --rebalance-every or --schedule"),
     (["--scheme", "kg", "--schedule", "1:4", "--handover", "ahead"], "with the hand-over ahead"),
-    (["--scheme", "pkg-probe", "--schedule", "3:4", "--rate", "1000"], "--rate 0"),
 ])
 def test_bad_live_options_are_usage_errors(tmp_path, capsys, options, message):
     from skewbench.cli import main

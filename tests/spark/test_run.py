@@ -282,9 +282,8 @@ def test_existing_out_is_refused(tmp_path):
     assert list((tmp_path / "x").iterdir()) == []
 
 
-@pytest.mark.parametrize("scheme,rate,message", [("nope", "0", "unknown scheme"),
-                                                 ("pkg-probe", "5000", "open-loop rate leaves to timing")])
-def test_unsupported_scheme_is_a_usage_error(tmp_path, scheme, rate, message):
+@pytest.mark.parametrize("scheme,rate,message", [("nope", "0", "unknown scheme"), ("pkg-probe", "-5", "--rate >= 0")])
+def test_unsupported_scheme_or_rate_is_a_usage_error(tmp_path, scheme, rate, message):
     done = skewbench("run", "--app", "wordcount", "--scheme", scheme, "--workers", "2", "--rate", rate,
                      "--out", str(tmp_path / "x"))
     assert done.returncode == 2 and message in done.stderr and not (tmp_path / "x").exists(), done.stderr
