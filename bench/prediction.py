@@ -3,9 +3,10 @@
 A micro-batch of the pipeline lasts the engine's cost (planning, routing, shuffle, task launch,
 state commits, the driver) plus its busiest worker's work.  The work is exact from the library
 alone: :func:`simulate_point` routes the run's stream with the same routers, source split and
-micro-batches as the Spark source (rate 0, or live routing at any rate: batch *b* holds messages
-``b·B .. (b+1)·B − 1``) and fans it out with the app's rule, giving every worker's stored and probe copies
-per batch; each copy costs the injected delay plus the app's own processing.  The engine's cost comes from
+micro-batches as the Spark source (batch *b* holds messages ``b·B .. (b+1)·B − 1`` at rate 0, and at any
+rate where routing depends on where batches end: live routing, load feedback) and fans it out with the
+app's rule, giving every worker's stored and probe copies per batch; each copy costs the injected delay
+plus the app's own processing.  The engine's cost comes from
 :class:`EngineModel`, fitted on calibration runs (study files with ``engine: true``): a least-squares
 line in W, S and the message copies per batch on the no-delay runs, the share of it that overlaps the busiest
 worker on the delayed runs, and each app's processing time per copy.

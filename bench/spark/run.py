@@ -88,9 +88,8 @@ class Config:
 
     def live(self):
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
-        from skewbench.migration import Live
-
         from skewbench.bench.apps import make_app
+        from skewbench.migration import Live
 
         return Live.of(batch_rows(self), self.rebalance_every, self.schedule, self.migration, self.fluid_keys,
                        self.handover, make_app(self.app).probes_read_final_state)
