@@ -137,13 +137,6 @@ class Simulation:
         its own (a load oracle: a router per source, kept in step by :meth:`~Scheme.sync`)."""
         return source_routers(proto, self.sources, distributed=self.live is not None and not moves_state(proto))
 
-    def _handled(self, router: Scheme, start: int, routes: np.ndarray, width: int) -> np.ndarray:
-        """The copies each worker handles of messages ``start ..`` routed to ``routes``: ``copies`` when given
-        (an app's fan-out: a self-join's probes too), else one a message."""
-        if self.copies is not None:
-            return self.copies(router, start, routes)
-        return np.bincount(routes, minlength=width)
-
     def _new_router(self, workers: int) -> Scheme:
         return make_scheme(self.scheme, workers, seed=self.seed, **self.params)
 
@@ -163,7 +156,7 @@ class Simulation:
         _warm_up(proto, stream)
         controller = self.live.controller(proto, n, self._rescaled) if self.live else None
         routers = self._source_routers(proto)
-        handled = np.zeros(width)  # live routing: every worker's copies so far, as load feedback tells them
+        handled = np.zeros(width)  # live routing with ``copies``: every worker's copies so far (an app's fan-out)
         measures = metrics.Measures(np.unique(np.linspace(0, n, self.samples + 1).astype(np.int64)[1:]), width)
         routes = np.empty(n, dtype=np.int64) if isinstance(stream, Stream) else None
         interval, plans, migrated, route_seconds = _Interval(width), [], 0, 0.0
@@ -179,14 +172,16 @@ class Simulation:
             interval.add(piece, piece_routes, keys=proto.adaptive)
             if controller is not None:
                 controller.observe(fps, piece_routes, float(clock[-1]))
-                handled += self._handled(controller.current.router, start, piece_routes, width)
+                if self.copies is not None:
+                    handled += self.copies(controller.current.router, start, piece_routes)
             if closes and controller is not None:
                 version = controller.current
                 if controller.after((start + len(piece) - 1) // self.interval) is not version:
                     routers = self._source_routers(controller.current.router)
                     workers, migrated = controller.current.workers, migrated + len(controller.current.moves)
+                told = handled if self.copies is not None else measures.series.totals.astype(np.float64)
                 for router in routers:  # as the pipeline's sources are told before the next batch
-                    router.sync(handled)
+                    router.sync(told)
             elif closes:
                 for router in routers:
                     router.sync(measures.series.totals[:workers].astype(np.float64))
@@ -265,7 +260,8 @@ def simulate(stream: Stream | GeneratedStream, scheme: str, workers: int, source
     steps; default n/100), ``schedule`` ({message index: new W}), ``seed``, ``samples`` (points of
     the I(t) series), ``params`` (scheme parameters), ``live`` (a :class:`~skewbench.migration.Live`:
     routing that changes at micro-batch boundaries exactly as the pipelines change it, instead of
-    ``interval`` and ``schedule``).
+    ``interval`` and ``schedule``), ``copies`` (with ``live``: ``(router, first message, routes)`` → each
+    worker's copies, the load a scheme told the loads is told; default one a message routed).
 
     >>> from skewbench.stream import Stream
     >>> s = Stream("demo", np.random.default_rng(0).zipf(2.0, 20_000) % 500)
