@@ -1,5 +1,5 @@
-# Commodity VMs for a Spark standalone cluster: one master, N workers, one load generator, in one
-# private network. SSH is open to the operator's CIDR only; Spark and everything else flows only
+# Commodity VMs for a Spark standalone cluster: one master, N workers, one load generator and, when
+# asked for, a broker, in one private network. SSH is open to the operator's CIDR only; Spark and everything else flows only
 # inside the cluster's security group. Ansible provisions the nodes from the `inventory` output.
 
 data "aws_ami" "debian" {
@@ -67,7 +67,7 @@ resource "aws_security_group" "cluster" {
     cidr_blocks = [var.allowed_ssh_cidr]
   }
   ingress {
-    description = "Spark RPC, block transfer and UIs between cluster nodes"
+    description = "Spark RPC, block transfer, UIs and the broker between cluster nodes"
     from_port   = 0
     to_port     = 0
     protocol    = "-1"

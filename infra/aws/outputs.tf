@@ -4,6 +4,7 @@ locals {
     masters         = { for name, role in local.nodes : name => aws_instance.node[name] if role == "master" }
     workers         = { for name, role in local.nodes : name => aws_instance.node[name] if role == "worker" }
     loadgens        = { for name, role in local.nodes : name => aws_instance.node[name] if role == "loadgen" }
+    brokers         = { for name, role in local.nodes : name => aws_instance.node[name] if role == "broker" }
     ssh_user        = "admin" # Debian's cloud images
     worker_cores    = var.worker_cores
     worker_memory   = var.worker_memory
@@ -24,6 +25,11 @@ output "workers" {
 output "loadgens" {
   description = "Load generator node: name => public and private address."
   value       = { for name, vm in local.inventory.loadgens : name => { public = vm.public_ip, private = vm.private_ip } }
+}
+
+output "brokers" {
+  description = "Broker node (none unless instance_counts.broker = 1): name => public and private address."
+  value       = { for name, vm in local.inventory.brokers : name => { public = vm.public_ip, private = vm.private_ip } }
 }
 
 output "ssh_user" {
@@ -52,6 +58,7 @@ output "inventory" {
     masters         = local.inventory.masters
     workers         = local.inventory.workers
     loadgens        = local.inventory.loadgens
+    brokers         = local.inventory.brokers
     ssh_user        = local.inventory.ssh_user
     worker_cores    = local.inventory.worker_cores
     worker_memory   = local.inventory.worker_memory

@@ -37,22 +37,22 @@ variable "vpc_cidr" {
 }
 
 variable "instance_types" {
-  description = "EC2 instance type per role (master, worker, loadgen)."
+  description = "EC2 instance type per role (master, worker, loadgen, broker)."
   type        = map(string)
-  default     = { master = "m6i.large", worker = "c6i.xlarge", loadgen = "c6i.large" }
+  default     = { master = "m6i.large", worker = "c6i.xlarge", loadgen = "c6i.large", broker = "m6i.large" }
   validation {
-    condition     = alltrue([for role in ["master", "worker", "loadgen"] : contains(keys(var.instance_types), role)])
-    error_message = "instance_types needs the keys master, worker and loadgen."
+    condition     = alltrue([for role in ["master", "worker", "loadgen", "broker"] : contains(keys(var.instance_types), role)])
+    error_message = "instance_types needs the keys master, worker, loadgen and broker."
   }
 }
 
 variable "instance_counts" {
-  description = "Number of nodes per role; master and loadgen must be 1."
+  description = "Number of nodes per role; master and loadgen must be 1, broker 0 or 1 (a Redis broker between the load generator and Spark)."
   type        = map(number)
-  default     = { master = 1, worker = 4, loadgen = 1 }
+  default     = { master = 1, worker = 4, loadgen = 1, broker = 0 }
   validation {
-    condition     = var.instance_counts["master"] == 1 && var.instance_counts["loadgen"] == 1 && var.instance_counts["worker"] >= 1
-    error_message = "instance_counts must be { master = 1, worker = N >= 1, loadgen = 1 }."
+    condition     = var.instance_counts["master"] == 1 && var.instance_counts["loadgen"] == 1 && var.instance_counts["worker"] >= 1 && contains([0, 1], lookup(var.instance_counts, "broker", 0))
+    error_message = "instance_counts must be { master = 1, worker = N >= 1, loadgen = 1, broker = 0 or 1 }."
   }
 }
 

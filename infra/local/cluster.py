@@ -8,7 +8,7 @@ same Ansible plays as cloud VMs (``ansible/site.yml``); this script plays Terraf
 the "machines" and writes the inventory. Drivers run on the host (the load generator node) with
 ``SPARK_CONF_DIR=<dir>/loadgen/conf``, which holds the master URL and the shared secret.
 
-    cluster.py up [--workers N] [--cores C] [--netem "delay 1ms rate 1gbit"]   # idempotent
+    cluster.py up [--workers N] [--cores C] [--broker] [--netem "delay 1ms rate 1gbit"]   # idempotent
     cluster.py status                                                          # exit 3 unless healthy
     cluster.py down                                                            # stops only what up started
 
@@ -38,6 +38,7 @@ ANSIBLE = ROOT / "ansible"
 NODE_VENV = ROOT / ".venv-cluster"  # every local node's Python: the project, PySpark, psutil (pinned by Ansible)
 MASTER_PORTS = (7077, 8080)  # must match ansible/group_vars/all.yml
 WORKER_PORTS = (7078, 8081)
+BROKER_PORT, BROKER_USER = 6379, "skewbench"
 UI_PORT = {"master": 8080, "worker": 8081}
 SPARK_MARKERS = ("org.apache.spark.", "pyspark", "skewbench.bench.spark.daemon", "skewbench_metrics")
 
@@ -52,13 +53,14 @@ class ClusterError(Exception):
 
 # --- the shape of the cluster -------------------------------------------------------------------
 
-def layout(mode, net, prefix, workers):
-    """Nodes as {name: {"ip", "netns"}}: loadgen .1 (the host side), master .2, worker i .(10+i)."""
+def layout(mode, net, prefix, workers, broker=False):
+    """Nodes as {name: {"ip", "netns"}}: loadgen .1 (the host side), master .2, the broker (when asked
+    for) .3, worker i .(10+i)."""
     if not 1 <= workers <= 244:
         raise ClusterError(f"--workers must be in 1..244, got {workers}")
     base = net if mode == "netns" else "127.0.0"
-    names = ["master"] + [f"worker{i}" for i in range(1, workers + 1)]
-    hosts = [2] + [10 + i for i in range(1, workers + 1)]
+    names = ["master"] + ["broker"] * broker + [f"worker{i}" for i in range(1, workers + 1)]
+    hosts = [2] + [3] * broker + [10 + i for i in range(1, workers + 1)]
     nodes = {"loadgen": {"ip": f"{base}.1", "netns": ""}}
     for name, host in zip(names, hosts):
         nodes[name] = {"ip": f"{base}.{host}", "netns": f"{prefix}-{name}" if mode == "netns" else ""}
@@ -191,8 +193,8 @@ def check_ports_free(state):
     """Loopback nodes share one stack: a master or worker port taken by someone else is an error."""
     for name, node in state["nodes"].items():
         kind = name.rstrip("0123456789")
-        ports = {"master": MASTER_PORTS, "worker": WORKER_PORTS}.get(kind, ())
-        if not ports or _running(state, name, f"spark-{kind}"):
+        ports = {"master": MASTER_PORTS, "worker": WORKER_PORTS, "broker": (BROKER_PORT,)}.get(kind, ())
+        if not ports or _running(state, name, "broker" if kind == "broker" else f"spark-{kind}"):
             continue
         for port in ports:
             with socket.socket() as s:
@@ -282,7 +284,8 @@ def write_inventory(state, args):
             "spark_executor_memory": args.executor_memory,
             "spark_daemon_memory": "256m",
         },
-        "children": {"masters": hosts(["master"]), "workers": hosts(workers), "loadgens": hosts(["loadgen"])},
+        "children": {"masters": hosts(["master"]), "workers": hosts(workers), "loadgens": hosts(["loadgen"]),
+                     "brokers": hosts([n for n in state["nodes"] if n == "broker"])},
     }}
     path = Path(state["dir"], "inventory.yml")
     path.write_text("# Written by infra/local/cluster.py up; ansible-playbook -i this ansible/site.yml\n"
@@ -305,10 +308,12 @@ def run_ansible(inventory, playbook="site.yml"):
     return sum(int(part.split("=")[1]) for part in recap.split() if part.startswith("changed="))
 
 
-def announce_installs():
+def announce_installs(broker):
     """One line for each long install the plays are about to make, so that a first cluster-up says what it
     is doing instead of looking hung (the plays themselves print only their recap)."""
     versions = yaml.safe_load((ANSIBLE / "group_vars" / "all.yml").read_text())
+    if broker and shutil.which("redis-server") is None:
+        print(f"cluster: installing Redis ({versions['broker_package']}) with apt: the broker; once")
     if shutil.which("java") is None:
         print(f"cluster: installing Java {versions['java_version']} ({versions['java_package']}) with apt: Spark "
               f"runs on it; once")
@@ -343,7 +348,25 @@ def worker_states(state):
 
 def healthy(state):
     try:
-        return all(s == "ALIVE" for s in worker_states(state).values())
+        return all(s == "ALIVE" for s in worker_states(state).values()) and broker_answers(state) is not False
+    except OSError:
+        return False
+
+
+def broker_answers(state, timeout=2.0):
+    """None without a broker; else whether it lets its user in and answers PING (a raw RESP exchange:
+    this venv has no Redis client)."""
+    node = state["nodes"].get("broker")
+    if node is None:
+        return None
+    secret = Path(state["dir"], "broker.secret")
+    try:
+        with socket.create_connection((node["ip"], BROKER_PORT), timeout=timeout) as conn:
+            conn.sendall(f"AUTH {BROKER_USER} {secret.read_text().strip()}\r\nPING\r\n".encode())
+            reply = b""
+            while reply.count(b"\r\n") < 2 and (chunk := conn.recv(256)):
+                reply += chunk
+        return reply == b"+OK\r\n+PONG\r\n"
     except OSError:
         return False
 
@@ -383,13 +406,14 @@ def up(args):
                            f"got {args.prefix!r}")
     mode = previous["mode"] if previous and args.mode == "auto" else choose_mode(args.mode, args.prefix)
     shape = {"mode": mode, "net": args.net, "prefix": args.prefix, "workers": args.workers, "cores": args.cores,
-             "memory": args.memory, "executor_memory": args.executor_memory, "netem": args.netem}
+             "memory": args.memory, "executor_memory": args.executor_memory, "netem": args.netem,
+             "broker": args.broker}
     state = {"dir": directory, **shape, "ansible": ansible_digest(),
-             "nodes": layout(mode, args.net, args.prefix, args.workers)}
-    if previous and {k: previous.get(k) for k in shape} != shape:
+             "nodes": layout(mode, args.net, args.prefix, args.workers, args.broker)}
+    if previous and {k: {"broker": False, **previous}.get(k) for k in shape} != shape:
         raise ClusterError(f"a cluster with another shape is up in {directory} "
-                           f"({previous['workers']} workers, {previous['cores']} cores each, mode {previous['mode']}): "
-                           f"run `make cluster-down` first")
+                           f"({previous['workers']} workers, {previous['cores']} cores each, mode {previous['mode']}, "
+                           f"{'a' if previous.get('broker') else 'no'} broker): run `make cluster-down` first")
     if previous and healthy(state):
         if previous.get("ansible") == state["ansible"]:
             print(f"cluster: already up ({args.workers} workers ALIVE); nothing to do")
@@ -397,6 +421,9 @@ def up(args):
         print("cluster: up, but the files under ansible/ changed since it was deployed: applying them again")
     if shutil.which("java") is None and os.geteuid() != 0:
         raise ClusterError("Java is missing: install openjdk-17-jre-headless (apt), or run as root so Ansible "
+                           "installs it")
+    if args.broker and shutil.which("redis-server") is None and os.geteuid() != 0:
+        raise ClusterError("Redis is missing for the broker: install redis-server (apt), or run as root so Ansible "
                            "installs it")
     if args.netem and mode != "netns":
         raise ClusterError("--netem needs network namespaces (loopback traffic cannot be shaped per node)")
@@ -414,7 +441,7 @@ def up(args):
     else:
         check_ports_free(state)
     Path(directory, "state.json").write_text(json.dumps(state, indent=1))
-    announce_installs()
+    announce_installs(args.broker)
     run_ansible(write_inventory(state, args))
     if NODE_VENV.is_dir():
         Path(NODE_VENV, ".gitignore").write_text("*\n")
@@ -447,8 +474,13 @@ def status(args):
         detail = f"cores {w['cores']}  memory {w['memory']} MiB  UI {w['webuiaddress']}" if w else \
             "the master lost it; `make cluster-up` restarts it"
         print(f"  {name:<9} {node:<12} {st:<7} {detail}")
-    print(f"drivers: SPARK_CONF_DIR={state['dir']}/loadgen/conf  (master URL and secret inside)")
-    return 0 if alive == len(workers) and info["status"] == "ALIVE" else 3
+    broker = broker_answers(state)
+    if broker is not None:
+        print(f"broker:  redis://{state['nodes']['broker']['ip']}:{BROKER_PORT} "
+              + ("ANSWERS" if broker else "NOT ANSWERING; `make cluster-up BROKER=1` restarts it"))
+    print(f"drivers: SPARK_CONF_DIR={state['dir']}/loadgen/conf  (master URL and secret inside"
+          + (", broker.json the broker's" if broker is not None else "") + ")")
+    return 0 if alive == len(workers) and info["status"] == "ALIVE" and broker is not False else 3
 
 
 def down(args):
@@ -479,6 +511,8 @@ def main(argv=None):
     p_up.add_argument("--cores", type=int, default=2, help="task slots per worker (may exceed real cores)")
     p_up.add_argument("--memory", default="1g", help="memory per worker for executors")
     p_up.add_argument("--executor-memory", default="512m", help="spark.executor.memory")
+    p_up.add_argument("--broker", action="store_true",
+                      help="also a broker node: Redis Streams between the load generator and Spark's sources")
     p_up.add_argument("--netem", default="", help='tc netem options for every node link, e.g. "delay 1ms rate 1gbit"')
     p_up.add_argument("--mode", choices=("auto", "netns", "loopback"), default="auto",
                       help="netns needs root; auto falls back to loopback addresses")

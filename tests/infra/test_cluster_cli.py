@@ -1,5 +1,5 @@
 """The local cluster script's clear errors, without starting Spark: not root (or no namespaces),
-Java missing, a port taken, netem unavailable, a bad name prefix, a cluster of another shape, a
+Java or Redis missing, a port taken, netem unavailable, a bad name prefix, a cluster of another shape, a
 health check that times out, and status/down of a cluster that is not there."""
 import importlib.util
 import json
@@ -42,6 +42,17 @@ def test_java_missing_is_a_clear_error_for_a_normal_user(cluster, monkeypatch, t
     monkeypatch.setattr(cluster.shutil, "which", lambda name: None if name == "java" else real_which(name))
     assert cluster.main(["--dir", str(tmp_path), "up"]) == 2
     assert "Java is missing: install openjdk-17-jre-headless" in capsys.readouterr().err
+
+
+def test_redis_missing_for_a_broker_is_a_clear_error_for_a_normal_user(cluster, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
+    real_which = cluster.shutil.which
+    monkeypatch.setattr(cluster.shutil, "which", lambda name: None if name == "redis-server" else real_which(name))
+    if real_which("java") is None:
+        pytest.skip("Java is missing here: its own error comes first")
+    assert cluster.main(["--dir", str(tmp_path), "up", "--broker"]) == 2
+    assert "Redis is missing for the broker: install redis-server" in capsys.readouterr().err
+    assert not (tmp_path / "state.json").exists()
 
 
 def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path):
@@ -90,6 +101,9 @@ def test_a_cluster_of_another_shape_must_be_taken_down_first(cluster, tmp_path, 
     (tmp_path / "state.json").write_text(json.dumps(state))
     assert cluster.main(["--dir", str(tmp_path), "up", "--workers", "2"]) == 2
     assert "a cluster with another shape is up" in capsys.readouterr().err
+    # The same cluster with a broker is another shape too; the message says which it has.
+    assert cluster.main(["--dir", str(tmp_path), "up", "--workers", "3", "--mode", "loopback", "--broker"]) == 2
+    assert "no broker): run `make cluster-down` first" in capsys.readouterr().err
 
 
 def test_the_ansible_digest_follows_the_files(cluster, tmp_path, monkeypatch):
@@ -130,3 +144,38 @@ def test_layout_gives_every_node_its_own_address(cluster):
                for n in cluster.layout("loopback", "10.77.0", "sb", 3).values())
     with pytest.raises(cluster.ClusterError):
         cluster.layout("netns", "10.77.0", "sb", 245)
+    with_broker = cluster.layout("netns", "10.77.0", "sb", 2, broker=True)
+    assert with_broker["broker"] == {"ip": "10.77.0.3", "netns": "sb-broker"}
+    assert len({n["ip"] for n in with_broker.values()}) == 5 and "broker" not in nodes
+
+
+def test_status_says_whether_the_broker_lets_its_user_in(cluster, tmp_path):
+    """A raw RESP exchange (the infra venv has no Redis client) against a stand-in that checks the password."""
+    (tmp_path / "broker.secret").write_text("s3cret\n")
+    with socket.socket() as server:
+        try:
+            server.bind(("127.0.0.3", cluster.BROKER_PORT))
+        except OSError:
+            pytest.skip("127.0.0.3:6379 is in use here")
+        server.listen()
+        state = {"dir": str(tmp_path), "nodes": cluster.layout("loopback", "10.77.0", "sb", 1, broker=True)}
+        import threading
+
+        def answer(replies):
+            for reply in replies:
+                conn, _ = server.accept()
+                with conn:
+                    got = b""
+                    while got.count(b"\r\n") < 2:
+                        got += conn.recv(256)
+                    assert got == b"AUTH skewbench s3cret\r\nPING\r\n", got
+                    conn.sendall(reply)
+
+        stand_in = threading.Thread(target=answer, args=([b"+OK\r\n+PONG\r\n", b"-WRONGPASS invalid\r\n"],))
+        stand_in.start()
+        assert cluster.broker_answers(state) is True
+        assert cluster.broker_answers(state) is False
+        stand_in.join(5)
+    assert cluster.broker_answers(state) is False  # nobody listens
+    assert cluster.broker_answers({"dir": str(tmp_path), "nodes": cluster.layout("loopback", "10.77.0", "sb", 1)}) \
+        is None

@@ -1,7 +1,8 @@
 """End to end on this machine, through the real make targets and Ansible plays.
 
-Network namespaces (when this machine can make them): make cluster-up → a PySpark job from the load
-generator runs tasks on every worker node → a second cluster-up and an Ansible re-run change nothing →
+Network namespaces (when this machine can make them): make cluster-up BROKER=1 → a PySpark job from the
+load generator runs tasks on every worker node → a second cluster-up and an Ansible re-run change nothing →
+the broker lets only its user in, on its node's address, and keeps what it acknowledged through a kill →
 a killed worker is marked dead and restored → logs and metrics are collected → cluster-down leaves no
 process, namespace or link behind. Loopback fallback (always): up → the job runs on both workers →
 down leaves no process behind.
@@ -101,11 +102,11 @@ def ansible_changed(text):
     return sum(int(n) for n in re.findall(r"changed=(\d+)", text[text.rfind("PLAY RECAP"):]))
 
 
-def cluster_up(directory, mode):
+def cluster_up(directory, mode, **variables):
     if shutil.which("java") is None and os.geteuid() != 0:
         pytest.skip("Java is missing and only root may install it (apt-get install openjdk-17-jre-headless)")
     started = time.monotonic()
-    up = make("cluster-up", directory, timeout=1500, CLUSTER_MODE=mode)
+    up = make("cluster-up", directory, timeout=1500, CLUSTER_MODE=mode, **variables)
     print(f"cluster-up ({mode}) {time.monotonic() - started:.1f} s")
     assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
     assert f"workers: {WORKERS} of {WORKERS} alive" in up.stdout, up.stdout
@@ -145,10 +146,10 @@ def test_namespace_cluster_lifecycle(cluster_dir):
     if why:
         pytest.skip(f"network namespaces are not available here ({why}); the loopback test covers the fallback")
     cluster = cluster_dir
-    up, state, workers = cluster_up(cluster, "netns")
+    up, state, workers = cluster_up(cluster, "netns", BROKER=1)
     assert len(set(workers.values())) == WORKERS
 
-    again = make("cluster-up", cluster, CLUSTER_MODE="netns")
+    again = make("cluster-up", cluster, CLUSTER_MODE="netns", BROKER=1)
     assert again.returncode == 0 and "already up" in again.stdout, again.stdout + again.stderr
     rerun = subprocess.run([str(ROOT / ".venv-infra/bin/ansible-playbook"), "-i", str(cluster / "inventory.yml"),
                             str(ROOT / "ansible/site.yml")], env=ANSIBLE_ENV, capture_output=True, text=True,
@@ -158,9 +159,11 @@ def test_namespace_cluster_lifecycle(cluster_dir):
     # Deployed from other files (as after an edit under ansible/): cluster-up applies them again.
     (cluster / "state.json").write_text(json.dumps({**json.loads((cluster / "state.json").read_text()),
                                                     "ansible": "stale"}))
-    reapplied = make("cluster-up", cluster, CLUSTER_MODE="netns")
+    reapplied = make("cluster-up", cluster, CLUSTER_MODE="netns", BROKER=1)
     assert reapplied.returncode == 0 and "applying them again" in reapplied.stdout, reapplied.stdout[-3000:]
-    assert "nothing to do" in make("cluster-up", cluster, CLUSTER_MODE="netns").stdout
+    assert "nothing to do" in make("cluster-up", cluster, CLUSTER_MODE="netns", BROKER=1).stdout
+
+    check_broker(cluster, state)
 
     # A job from the load generator (the host, on the bridge) runs tasks on executors of every worker node,
     # and the tasks' own route to the master starts at their node's address: they ran in its namespace.
@@ -191,7 +194,7 @@ def test_namespace_cluster_lifecycle(cluster_dir):
     status = make("cluster-status", cluster)
     assert status.returncode != 0 and "Error 3" in status.stderr, status.stdout + status.stderr  # make says 3
     assert re.search(rf"worker2\s+{re.escape(workers['worker2'])}\s+DEAD", status.stdout), status.stdout
-    restored = make("cluster-up", cluster, CLUSTER_MODE="netns")
+    restored = make("cluster-up", cluster, CLUSTER_MODE="netns", BROKER=1)
     assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-3000:]
     status = make("cluster-status", cluster)
     assert status.returncode == 0 and f"workers: {WORKERS} of {WORKERS} alive" in status.stdout, status.stdout
@@ -202,12 +205,52 @@ def test_namespace_cluster_lifecycle(cluster_dir):
                               str(ROOT / "ansible/collect.yml"), "-e", f"results_dir={results}"],
                              env=ANSIBLE_ENV, capture_output=True, text=True, timeout=300)
     assert collect.returncode == 0, collect.stdout[-3000:]
-    for node in ["master", "loadgen", *workers]:
+    for node in ["master", "loadgen", "broker", *workers]:
         assert (results / node / "metrics/resources.csv").exists(), node
     assert (results / "master/logs/spark-master.out").exists()
     assert list(results.glob("worker1/work/app-*/*/stderr")), "executor logs were not collected"
 
     cluster_down(cluster)
+
+
+def check_broker(cluster, state):
+    """The broker: only its user gets in, only to the skewbench keys, only on its node's address; what it
+    acknowledged survives a SIGKILL; status reports it down and cluster-up restarts it."""
+    import redis
+
+    from skewbench.bench.broker import KEY_PREFIX, Broker
+
+    broker = Broker.of(cluster / "loadgen/conf")
+    address = state["nodes"]["broker"]["ip"]
+    assert (broker.host, broker.port) == (address, 6379)
+    assert (cluster / "broker.secret").stat().st_mode & 0o077 == 0
+    assert (cluster / "loadgen/conf/broker.json").stat().st_mode & 0o077 == 0
+    client = broker.client()
+    key = f"{KEY_PREFIX}test:0"
+    pipe = client.pipeline(transaction=False)
+    for seq in range(5000):
+        pipe.xadd(key, {"seq": seq})
+    pipe.execute()
+    assert client.xlen(key) == 5000
+    for refused in ({"username": broker.user, "password": "wrong"}, {"username": "default", "password": ""}, {}):
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(host=address, port=6379, **refused).ping()
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.set("elsewhere", 1)
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.flushall()
+    listening = subprocess.run(["ip", "netns", "exec", state["nodes"]["broker"]["netns"], "ss", "-Hltn"],
+                               capture_output=True, text=True).stdout.split()
+    assert f"{address}:6379" in listening and "0.0.0.0:6379" not in listening and "127.0.0.1:6379" not in listening
+    assert "broker:  redis://" in make("cluster-status", cluster).stdout
+
+    os.kill(int((cluster / "broker/run/broker.pid").read_text()), signal.SIGKILL)
+    status = make("cluster-status", cluster)
+    assert status.returncode != 0 and "NOT ANSWERING" in status.stdout, status.stdout
+    restored = make("cluster-up", cluster, CLUSTER_MODE="netns", BROKER=1)
+    assert restored.returncode == 0 and "ANSWERS" in restored.stdout, restored.stdout[-3000:]
+    assert Broker.of(cluster / "loadgen/conf").client().xlen(key) == 5000  # the append-only file kept them
+    assert (cluster / "broker.secret").read_text().strip() not in (cluster / "ansible.log").read_text()
 
 
 def test_loopback_fallback_lifecycle(cluster_dir):

@@ -5,6 +5,7 @@ and the cloud inventory) and the metrics agent's process classification.
 The static checks' tools (and an Ansible of their own) live in .venv-infra-lint, which conftest.py
 builds; python-hcl2 is imported from it.
 """
+import hashlib
 import importlib.util
 import json
 import os
@@ -186,7 +187,7 @@ def test_ansible_lint_is_clean():
 def local_inventory(directory):
     cluster = load_module(ROOT / "infra" / "local" / "cluster.py", "skewbench_local_cluster")
     state = {"dir": str(directory), "mode": "netns",
-             "nodes": cluster.layout("netns", "10.77.5", "sbr", 3)}
+             "nodes": cluster.layout("netns", "10.77.5", "sbr", 3, broker=True)}
     args = type("Args", (), {"cores": 4, "memory": "2g", "executor_memory": "1g"})
     return cluster.write_inventory(state, args)
 
@@ -224,6 +225,16 @@ def test_every_template_renders(tmp_path, make_inventory):
             assert (f"ip netns exec {host['netns']}" in launcher) == bool(host["netns"])
             syntax = subprocess.run(["sh", "-n", str(node / "launcher.sh")], capture_output=True, text=True)
             assert syntax.returncode == 0, syntax.stderr
+    if "brokers" in hosts:  # the broker listens on its node's address only, and its password is only hashed
+        cluster = load_module(ROOT / "infra" / "local" / "cluster.py", "skewbench_local_cluster")
+        (name, host), = hosts["brokers"]["hosts"].items()
+        conf = (out_dir / name / "redis.conf").read_text()
+        password = (tmp_path / "broker.secret").read_text().strip()
+        assert len(password) == 48 and password not in conf and password != secret
+        for line in (f"bind {host['node_ip']}", f"port {cluster.BROKER_PORT}", "protected-mode yes", "user default off",
+                     "appendonly yes", "set-proc-title no",
+                     f"user {cluster.BROKER_USER} on #{hashlib.sha256(password.encode()).hexdigest()} ~skewbench:* "):
+            assert f"\n{line}" in conf, line
 
 
 def test_metrics_agent_moves_an_older_layout_aside(tmp_path):

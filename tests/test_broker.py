@@ -1,0 +1,53 @@
+"""What a driver is told when the cluster's broker is missing, misconfigured, unreachable or refuses it —
+one clear message each, never the password.  The broker itself, on a cluster, is tested in
+tests/infra/test_local_cluster.py."""
+import json
+import socket
+
+import pytest
+
+from skewbench.bench.broker import Broker, BrokerError
+
+PASSWORD = "p" * 48
+
+
+def write_conf(folder, **conf):
+    (folder / "broker.json").write_text(json.dumps(conf))
+    return folder
+
+
+def test_reads_the_file_the_plays_write_and_never_shows_the_password(tmp_path, monkeypatch):
+    write_conf(tmp_path, host="10.77.0.3", port=6379, user="skewbench", password=PASSWORD)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    broker = Broker.of()
+    assert (broker.host, broker.port, broker.user, broker.password) == ("10.77.0.3", 6379, "skewbench", PASSWORD)
+    assert PASSWORD not in repr(broker) and PASSWORD not in str(broker)
+
+
+def test_no_configuration_folder_says_where_to_find_it(monkeypatch):
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    with pytest.raises(BrokerError, match="SPARK_CONF_DIR is not set.*make cluster-status"):
+        Broker.of()
+
+
+def test_a_cluster_without_a_broker_says_how_to_bring_one_up(tmp_path):
+    with pytest.raises(BrokerError, match="broker.json is missing: this cluster has no broker.*BROKER=1"):
+        Broker.of(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"host": "h"}', '{"host": "h", "port": "x", "user": "u", '
+                                                                   '"password": "p"}', "[]"])
+def test_a_damaged_file_is_a_clear_error(tmp_path, text):
+    (tmp_path / "broker.json").write_text(text)
+    with pytest.raises(BrokerError, match="broker.json is unreadable .*writes it again"):
+        Broker.of(tmp_path)
+
+
+def test_an_unreachable_broker_says_how_to_start_it(tmp_path):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    broker = Broker.of(write_conf(tmp_path, host="127.0.0.1", port=port, user="skewbench", password=PASSWORD))
+    with pytest.raises(BrokerError, match=f"127.0.0.1:{port} is unreachable .*BROKER=1") as error:
+        broker.client(timeout=2)
+    assert PASSWORD not in str(error.value)
