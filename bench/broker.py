@@ -11,6 +11,15 @@ may touch only the ``skewbench:*`` keys, with no administrative command.  The pl
 is and the user's generated password in ``broker.json`` in the drivers' configuration folder
 (``SPARK_CONF_DIR``, readable only by its owner); :meth:`Broker.of` reads it.  The password is in no
 repr, message or result: :class:`Broker` leaves it out.
+
+**How a stream travels** (:func:`publish`; read by :mod:`~skewbench.bench.spark.broker_source`): source *j*'s
+messages go to the Redis stream ``skewbench:<topic>:<j>``, one entry per message, whose id ``0-<seq + 1>`` names
+the message (so a producer that sends a message again after a failure is refused by the broker, not
+counted twice) and whose fields are ``key`` (the key's label), ``fp`` (its 64-bit fingerprint, which the
+producer computes once as a Kafka producer hashes a key), ``t`` (the intended send time, epoch seconds),
+``clock`` (the stream clock that time-aware schemes route by) and the app's payload columns.  With the
+entries, in the same transaction, the producer sets ``skewbench:<topic>:passed:<j>``: every message of
+source *j* below that index is in the stream, which tells a reader how far the stream is complete.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 #: Every key the benchmark writes starts with this: the broker's user may touch no other.
 KEY_PREFIX = "skewbench:"
@@ -70,3 +81,43 @@ class Broker:
             raise BrokerError(f"the broker at {self.host}:{self.port} is unreachable ({exc}); "
                               f"`make cluster-up BROKER=1` starts it") from None
         return client
+
+
+def stream_key(topic: str, source: int) -> str:
+    """The Redis stream of source ``source``'s messages."""
+    return f"{KEY_PREFIX}{topic}:{source}"
+
+
+def passed_key(topic: str, source: int) -> str:
+    """Every message of source ``source`` below the index this key holds is in its stream."""
+    return f"{KEY_PREFIX}{topic}:passed:{source}"
+
+
+def entry_id(seq: int) -> str:
+    return f"0-{seq + 1}"
+
+
+def publish(client, topic: str, stream, payload: tuple[str, ...], sources: int, source: np.ndarray, start: int,
+            end: int, t_intended: np.ndarray) -> int:
+    """Send messages ``start .. end - 1`` of ``stream`` to their sources' streams (``source``: each one's source
+    among ``sources``, ``t_intended``: each one's intended send time) and mark them passed, in one transaction.
+    A message the broker already holds (a retry) is skipped; returns how many were new."""
+    from skewbench.bench.apps.base import key_labels
+
+    seqs = np.arange(start, end)
+    labels = key_labels(stream, stream.ids[start:end])
+    fps = stream.fps[start:end].view(np.int64)
+    clock = stream.clock[start:end]
+    columns = {c: stream.payload[c][start:end].astype(str) for c in payload}
+    pipe = client.pipeline(transaction=True)
+    for i, seq in enumerate(seqs):
+        fields = {"key": labels[i], "fp": int(fps[i]), "t": repr(float(t_intended[i])), "clock": repr(float(clock[i])),
+                  **{c: v[i] for c, v in columns.items()}}
+        pipe.xadd(stream_key(topic, int(source[i])), fields, id=entry_id(int(seq)))
+    for j in range(sources):
+        pipe.set(passed_key(topic, j), end)
+    replies = pipe.execute(raise_on_error=False)
+    refused = [r for r in replies if isinstance(r, Exception)]
+    if any("equal or smaller" not in str(r) for r in refused):
+        raise BrokerError(f"the broker refused messages {start}..{end - 1} of topic {topic!r}: {refused[0]}")
+    return len(seqs) - len(refused)

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -101,6 +101,26 @@ def message_schema(stream, payload: tuple[str, ...]) -> pa.Schema:
     return pa.schema([("seq", pa.int64()), ("key", pa.string()), ("fp", pa.int64()), ("t_intended", pa.float64()),
                       *[(c, pa.from_numpy_dtype(stream.payload[c].dtype)) for c in payload],
                       ("role", pa.dictionary(pa.int8(), pa.string()))])
+
+
+class Messages(NamedTuple):
+    """One source's messages of a micro-batch (or copies of them), in ``seq`` order: what it routes."""
+
+    seq: np.ndarray  # int64
+    key: pa.StringArray  # the key's label
+    fp: np.ndarray  # int64: the uint64 fingerprint viewed as int64
+    t_intended: np.ndarray  # float64, epoch seconds
+    clock: np.ndarray  # the stream clock, which time-aware schemes route by
+    payload: dict  # the app's payload columns
+
+    def take(self, rows: np.ndarray) -> Messages:
+        return Messages(self.seq[rows], self.key.take(rows), self.fp[rows], self.t_intended[rows], self.clock[rows],
+                        {c: v[rows] for c, v in self.payload.items()})
+
+    def then(self, more: Messages) -> Messages:
+        return Messages(np.r_[self.seq, more.seq], pa.concat_arrays([self.key, more.key]), np.r_[self.fp, more.fp],
+                        np.r_[self.t_intended, more.t_intended], np.r_[self.clock, more.clock],
+                        {c: np.r_[v, more.payload[c]] for c, v in self.payload.items()})
 
 
 class SourcePartition(InputPartition):
@@ -177,6 +197,10 @@ class SkewbenchStreamReader(DataSourceStreamReader):
             return self.o.messages
         return min(self.o.messages, int(np.floor((now - t0) * self.o.rate)) + 1)
 
+    def wait_until_available(self, messages: int, t0: float) -> None:
+        """Return once the first ``messages`` messages are available."""
+        time.sleep(max(0.0, t0 + (messages - 1) / self.o.rate - time.time()))
+
     def latestOffset(self, start: dict, limit) -> dict:
         now = time.time()
         end = self.available(start["t0"], now)
@@ -187,7 +211,7 @@ class SkewbenchStreamReader(DataSourceStreamReader):
                     return start
                 # Nothing is committed yet, so Spark would run batch 0 on the initial offset, empty, and the
                 # offsets' batch indices would trail Spark's by one: the first batch waits for its last message.
-                time.sleep(max(0.0, start["t0"] + (full - 1) / self.o.rate - now))
+                self.wait_until_available(full, start["t0"])
                 now, end = time.time(), full
             end = min(end, full)
         if end <= start["offset"]:
@@ -234,34 +258,44 @@ class SkewbenchStreamReader(DataSourceStreamReader):
             router.sync(feedback.loads_before(o.loads, partition.batch))
         return router, run
 
+    def messages(self, partition: SourcePartition, stream) -> Messages:
+        """Source ``partition.source``'s messages with ``start <= seq < end``, from the stream itself."""
+        from skewbench.sources import source_of_each_message
+
+        o = self.o
+        src = source_of_each_message(stream, o.sources, o.split, partition.start, partition.end)
+        seq = partition.start + np.flatnonzero(src == partition.source)
+        t_intended = partition.t0 + seq / o.rate if o.rate > 0 else np.full(len(seq), partition.at)
+        return Messages(seq, labels_of(stream).take(stream.ids[seq]), stream.fps.view(np.int64)[seq], t_intended,
+                        stream.clock[seq], {c: stream.payload[c][seq] for c in o.payload})
+
+    def flush_time(self, partition: SourcePartition) -> float:
+        """The intended time of the flush rows that follow the last message."""
+        return partition.t0 + self.o.messages / self.o.rate if self.o.rate > 0 else partition.at
+
     def read(self, partition: SourcePartition):
         import pandas as pd
 
         from skewbench.bench.spark import live, routing
-        from skewbench.sources import source_of_each_message
 
         o = self.o
         stream = o.stream()
-        src = source_of_each_message(stream, o.sources, o.split, partition.start, partition.end)
-        seq = partition.start + np.flatnonzero(src == partition.source)
-        batch = pd.DataFrame({"seq": seq, "fp": stream.fps.view(np.int64)[seq],
-                              **{c: stream.payload[c][seq] for c in o.payload}})
+        m = self.messages(partition, stream)
+        batch = pd.DataFrame({"seq": m.seq, "fp": m.fp, **m.payload})
         router, run = self._router(partition, stream)
-        sent = routing.route_batch(router, o.app, batch, stream.clock[seq])
+        sent = routing.route_batch(router, o.app, batch, m.clock)
         if run is not None:
             routing.keep(run, partition.source, partition.end, router, o.routers)
-        message, worker, role = seq[sent.row], sent.worker, np.where(sent.store, STORE, PROBE).astype(np.int8)
-        seqs = message
+        copies = m.take(sent.row)
+        worker, role = sent.worker, np.where(sent.store, STORE, PROBE).astype(np.int8)
         if partition.end == o.messages and partition.source == 0:  # a flush copy of message 0 for every worker
-            every = np.arange(o.workers, dtype=np.int32)
-            message, worker = np.r_[message, np.zeros(o.workers, np.int64)], np.r_[worker, every]
-            seqs, role = np.r_[seqs, np.full(o.workers, o.messages)], np.r_[role, np.full(o.workers, FLUSH, np.int8)]
+            copies = copies.then(self.flush_rows(stream, partition))
+            worker = np.r_[worker, np.arange(o.workers, dtype=np.int32)]
+            role = np.r_[role, np.full(o.workers, FLUSH, np.int8)]
         order = np.argsort(worker, kind="stable")  # by worker; seq order within each
-        message, seqs = message[order], seqs[order]
-        t_intended = partition.t0 + seqs / o.rate if o.rate > 0 else np.full(len(seqs), partition.at)
+        copies = copies.take(order)
         roles = pa.DictionaryArray.from_arrays(role[order], pa.array(ROLES))
-        columns = [seqs, labels_of(stream).take(stream.ids[message]), stream.fps.view(np.int64)[message], t_intended,
-                   *(stream.payload[c][message] for c in o.payload), roles]
+        columns = [copies.seq, copies.key, copies.fp, copies.t_intended, *(copies.payload[c] for c in o.payload), roles]
         rows = pa.Table.from_arrays(columns, schema=message_schema(stream, o.payload))
         yield bundles(rows, worker[order], partition.source)
         if partition.source == 0 and o.versions:
@@ -271,6 +305,13 @@ class SkewbenchStreamReader(DataSourceStreamReader):
                 yield control
         if partition.source == 0 and o.closers:
             yield closing_bundles(o.workers, o.closers)
+
+    def flush_rows(self, stream, partition: SourcePartition) -> Messages:
+        """The flush rows: one copy of the stream's message 0 per worker, ``seq`` = messages."""
+        o, zero = self.o, np.zeros(self.o.workers, np.int64)
+        return Messages(np.full(o.workers, o.messages, np.int64), labels_of(stream).take(stream.ids[zero]),
+                        stream.fps.view(np.int64)[zero], np.full(o.workers, self.flush_time(partition)),
+                        stream.clock[zero], {c: stream.payload[c][zero] for c in o.payload})
 
 
 def bundles(rows: pa.Table, worker: np.ndarray, source: int) -> pa.RecordBatch:

@@ -24,13 +24,14 @@ def _infra_cluster_tests():
 
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
-    """The driver configuration folder (SPARK_CONF_DIR) of a running 2-worker × 2-core cluster."""
+    """The driver configuration folder (SPARK_CONF_DIR) of a running 2-worker × 2-core cluster with a broker."""
     if shutil.which("java") is None and os.geteuid() != 0:
         pytest.skip("Java is missing and only root may install it (apt-get install openjdk-17-jre-headless)")
     infra = _infra_cluster_tests()
     net, prefix = infra.free_slot(8, 18, 28, 38)
     directory = tmp_path_factory.mktemp("spark-cluster")
-    options = {"CLUSTER_NET": net, "CLUSTER_PREFIX": prefix, "WORKERS": WORKERS, "CORES": CORES}
+    # With the broker (BROKER=1): the tests of the broker source use its Redis (Ansible installs it).
+    options = {"CLUSTER_NET": net, "CLUSTER_PREFIX": prefix, "WORKERS": WORKERS, "CORES": CORES, "BROKER": 1}
     try:  # make takes the last of repeated variables: these override the infra tests' own
         up = infra.make("cluster-up", directory, timeout=1500, **options)
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
