@@ -93,31 +93,55 @@ def passed_key(topic: str, source: int) -> str:
     return f"{KEY_PREFIX}{topic}:passed:{source}"
 
 
+def log_key(topic: str) -> str:
+    """The topic's delivery log: one entry per :func:`publish`, its id the broker's time of it."""
+    return f"{KEY_PREFIX}{topic}:log"
+
+
 def entry_id(seq: int) -> str:
     return f"0-{seq + 1}"
 
 
-def publish(client, topic: str, stream, payload: tuple[str, ...], sources: int, source: np.ndarray, start: int,
-            end: int, t_intended: np.ndarray) -> int:
-    """Send messages ``start .. end - 1`` of ``stream`` to their sources' streams (``source``: each one's source
-    among ``sources``, ``t_intended``: each one's intended send time) and mark them passed, in one transaction.
-    A message the broker already holds (a retry) is skipped; returns how many were new."""
+def publish(client, topic: str, stream, payload: tuple[str, ...], seqs: np.ndarray, source: np.ndarray,
+            t_intended: np.ndarray, passed: dict[int, int]) -> int:
+    """Send messages ``seqs`` (ascending) of ``stream`` to their sources' streams (``source``: each one's
+    source, ``t_intended``: each one's intended send time), set the sources' marks ``passed``
+    ({source: every message of it below this index is sent}) and log the delivery (:func:`log_key`: how
+    many, the last one's intended time), in one transaction.  A message the broker already holds (a retry)
+    is skipped; returns how many were new."""
     from skewbench.bench.apps.base import key_labels
 
-    seqs = np.arange(start, end)
-    labels = key_labels(stream, stream.ids[start:end])
-    fps = stream.fps[start:end].view(np.int64)
-    clock = stream.clock[start:end]
-    columns = {c: stream.payload[c][start:end].astype(str) for c in payload}
+    labels = key_labels(stream, stream.ids[seqs])
+    fps, clock = stream.fps[seqs].view(np.int64), stream.clock[seqs]
+    columns = {c: stream.payload[c][seqs].astype(str) for c in payload}
     pipe = client.pipeline(transaction=True)
     for i, seq in enumerate(seqs):
         fields = {"key": labels[i], "fp": int(fps[i]), "t": repr(float(t_intended[i])), "clock": repr(float(clock[i])),
                   **{c: v[i] for c, v in columns.items()}}
         pipe.xadd(stream_key(topic, int(source[i])), fields, id=entry_id(int(seq)))
-    for j in range(sources):
-        pipe.set(passed_key(topic, j), end)
+    for j, mark in passed.items():
+        pipe.set(passed_key(topic, j), mark)
+    if len(seqs):
+        pipe.xadd(log_key(topic), {"messages": len(seqs), "t": repr(float(t_intended[-1]))})
     replies = pipe.execute(raise_on_error=False)
     refused = [r for r in replies if isinstance(r, Exception)]
     if any("equal or smaller" not in str(r) for r in refused):
-        raise BrokerError(f"the broker refused messages {start}..{end - 1} of topic {topic!r}: {refused[0]}")
+        raise BrokerError(f"the broker refused messages {seqs[0]}..{seqs[-1]} of topic {topic!r}: {refused[0]}")
     return len(seqs) - len(refused)
+
+
+def delivery(client, topic: str) -> dict:
+    """What the broker received of ``topic``, by its own clock (:func:`log_key`): ``messages``, ``seconds``
+    from the first delivery to the last, the ``achieved_rate`` over them, and ``lag_p50``/``lag_p99``/``lag_max``:
+    how late the deliveries' last messages reached the broker after their intended times (seconds)."""
+    log = client.xrange(log_key(topic))
+    if not log:
+        return {"messages": 0, "seconds": 0.0, "achieved_rate": 0.0, "lag_p50": 0.0, "lag_p99": 0.0, "lag_max": 0.0}
+    at = np.array([int(i.split(b"-")[0]) / 1000 for i, _ in log])
+    count = np.array([int(f[b"messages"]) for _, f in log])
+    lag = at - np.array([float(f[b"t"]) for _, f in log])
+    seconds = float(at[-1] - at[0])
+    return {"messages": int(count.sum()), "seconds": seconds,
+            "achieved_rate": float(count[1:].sum() / seconds) if seconds > 0 else float("inf"),
+            "lag_p50": float(np.percentile(lag, 50)), "lag_p99": float(np.percentile(lag, 99)),
+            "lag_max": float(lag.max())}

@@ -7,10 +7,13 @@ access rules), gets a stream published by :func:`skewbench.bench.broker.publish`
 reader then plans and reads it batch by batch exactly as Spark would call it, and every batch's bundles
 must equal the generated source's ("skewbench") row for row — apart from the intended times, which come
 from the producer.  Then what must fail does: a replay below what was committed (trimmed), an altered and a
-malformed entry, a second publish (refused by the ids, nothing duplicated).  Prints one line per check;
-exits non-zero on the first that fails.
+malformed entry, a second publish (refused by the ids, nothing duplicated).  Last, locust
+(bench/locustfile.py, two processes) sends a stream on an open-loop schedule: the broker received it at the
+offered rate (within 2 %, by its own clock) and the source reads exactly what the generated source makes.
+Prints one line per check; exits non-zero on the first that fails.
 """
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -24,11 +27,12 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from skewbench.bench.broker import Broker, BrokerError, publish, stream_key
+from skewbench.bench.broker import Broker, BrokerError, delivery, publish, stream_key
 from skewbench.bench.spark.broker_source import BrokerStreamReader, client_of
 from skewbench.bench.spark.source import Options, SkewbenchStreamReader, stream_of
 from skewbench.sources import source_of_each_message
 
+ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD, MESSAGES, S, W, BATCH = "zipf:z=1.2,keys=500", 3000, 3, 4, 700
 PASSWORD = "x" * 48
 RUN = uuid.uuid4().hex[:8]  # this run's topics: t-<RUN>-...
@@ -100,9 +104,24 @@ def unbundled(table):
 def published(broker, topic, app, split, start=0, end=MESSAGES):
     o = options(app, "kg", split)
     stream = o.app.prepare(stream_of(WORKLOAD, MESSAGES, 0))
-    source = source_of_each_message(stream, S, split)[start:end]
-    return publish(client_of(broker), topic, stream, o.payload, S, source, start, end,
-                   time.time() + np.arange(start, end) / 1e4)
+    seqs = np.arange(start, end)
+    return publish(client_of(broker), topic, stream, o.payload, seqs, source_of_each_message(stream, S, split)[seqs],
+                   time.time() + seqs / 1e4, {j: end for j in range(S)})
+
+
+def locust_sends(broker, topic, app, split, rate):
+    """Run locust (headless, two processes) until it has sent the whole stream at ``rate``."""
+    conf = Path(tempfile.mkdtemp())
+    (conf / "broker.json").write_text(json.dumps({"host": broker.host, "port": broker.port, "user": broker.user,
+                                                  "password": broker.password}))
+    done = subprocess.run([str(Path(sys.executable).parent / "locust"), "-f", str(ROOT / "bench/locustfile.py"),
+                           "--headless", "--processes", "2", "--only-summary", "--broker-conf", str(conf),
+                           "--topic", topic, "--workload", WORKLOAD, "--messages", str(MESSAGES),
+                           "--sources", str(S), "--split", split, "--app", app, "--schedule", str(rate)],
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode:
+        print(done.stdout[-2000:], done.stderr[-3000:])
+    return done.returncode
 
 
 def check(name, ok):
@@ -150,6 +169,19 @@ def main():
                 check(f"entry {what}: fails", False)
             except BrokerError as error:
                 check(f"entry {what}: fails ({str(error)[:120]}...)", "messages 0..699" in str(error))
+
+        topic, rate = f"{RUN}-locust", 1500
+        check("locust sends the stream (two processes, one user per source)",
+              locust_sends(broker, topic, "naivebayes", "key", rate) == 0)
+        got = delivery(client, topic)
+        print(f"  delivered {got['messages']} messages in {got['seconds']:.2f} s: {got['achieved_rate']:.0f}/s "
+              f"offered {rate}/s, lateness p50 {got['lag_p50'] * 1000:.1f} ms p99 {got['lag_p99'] * 1000:.1f} ms")
+        check("the broker got every message at the offered rate (within 2 %, by its clock)",
+              got["messages"] == MESSAGES and abs(got["achieved_rate"] / rate - 1) < 0.02)
+        generated = read_all(SkewbenchStreamReader(options("naivebayes", "pkg", "key")))
+        from_broker = read_all(BrokerStreamReader(options("naivebayes", "pkg", "key"), broker, topic))
+        check("what locust sent reads as the generated source's stream", len(generated) == len(from_broker) and all(
+            len(g) == len(b) and all(x.equals(y) for x, y in zip(g, b)) for g, b in zip(generated, from_broker)))
 
 if __name__ == "__main__":
     main()
