@@ -112,7 +112,7 @@ def cmd_speed(args) -> int:
 
 RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "rate", "batch_rows",
                "master", "seed", "split", "delay_mode", "aggregation_period", "levers", "out", "rebalance_every",
-               "schedule", "migration", "fluid_keys", "handover", "params")
+               "schedule", "migration", "fluid_keys", "handover", "params", "ingest")
 
 
 def _in_cluster_python(command: str, argv: list[str]) -> None:
@@ -167,6 +167,11 @@ def cmd_run(args) -> int:
           f"latency p50 {lat['p50']:.3f} s p99 {lat['p99']:.3f} s  overhead/batch "
           f"{summary['overhead_seconds']['median']:.2f} s  max/mean {summary['imbalance_max_over_mean']:.3f}  "
           f"delay {summary['delay_mode']} error {summary['delay']['error'] or 0:+.2%}")
+    ingest = summary["ingest"]
+    if ingest["path"] == "locust":
+        print(f"ingest: locust sent {ingest['messages']:,} messages to the broker at {ingest['achieved_rate']:,.0f}/s "
+              f"(offered {ingest['offered_rate']:,.0f}/s), lateness p99 {ingest['lag_p99'] * 1000:.1f} ms"
+              + ("" if ingest["valid"] else " — NOT VALID: the achieved rate missed the offered one by more than 2 %"))
     if "migrations" in summary:
         print(f"live routing: {summary['versions']} routing versions, {summary['migrations']} migrations moved "
               f"{summary['migrated_keys']:,} keys, W at the end {summary['final_workers']}, at most "
@@ -360,6 +365,9 @@ def add_run_options(run) -> None:
                           "nothing waits (ahead)")
     run.add_argument("--params", default="", metavar="NAME=VALUE,...",
                      help="the scheme's parameters, e.g. theta=0.02,table_max=3000 (`skewbench schemes` lists them)")
+    run.add_argument("--ingest", choices=("engine", "locust"), default="engine",
+                     help="where the stream comes from: generated in Spark's source (engine), or sent by locust "
+                          "to the cluster's broker at --rate and read from there (a cluster up with BROKER=1)")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
 
 

@@ -1,11 +1,12 @@
 """``skewbench run``: one Spark Structured Streaming run of an app with a scheme, checked and measured.
 
 The query: the "skewbench" source (S partitions, open loop, each routing its messages with its
-scheme, :mod:`~skewbench.bench.spark.routing`) → worker stage (``applyInPandasWithState`` on W groups,
-worker *i* on partition *i* mod P: ``spark.sql.shuffle.partitions = P`` and the group key is a preimage,
-:func:`preimages`; P = W, or the machine's cores with the ``pack`` lever,
-:func:`~skewbench.bench.spark.engine.worker_tasks`, and with ``defer-sleep`` one closing group more per
-task) → ``foreachBatch`` on the driver, which writes every batch's app outputs (Arrow) and worker
+scheme, :mod:`~skewbench.bench.spark.routing`; with ``--ingest locust`` the "skewbench-broker" source,
+reading what locust sends to the cluster's broker, :mod:`~skewbench.bench.spark.ingest`) → worker stage
+(``applyInPandasWithState`` on W groups, worker *i* on partition *i* mod P: ``spark.sql.shuffle.partitions
+= P`` and the group key is a preimage, :func:`preimages`; P = W, or the machine's cores with the ``pack``
+lever, :func:`~skewbench.bench.spark.engine.worker_tasks`, and with ``defer-sleep`` one closing group more
+per task) → ``foreachBatch`` on the driver, which writes every batch's app outputs (Arrow) and worker
 metrics (Parquet).  The run ends when all N messages have been processed and every worker sent its
 final state; then ``app.combine`` (outputs + states) is compared with ``app.reference``.
 
@@ -22,7 +23,9 @@ after a failure or Ctrl-C):
 * ``periodic.parquet`` — what the app's aggregator reports after every batch (word count: top-k);
 * ``stages.parquet`` — Spark's task metrics per stage (REST API); ``resources.parquet`` — CPU and RSS
   of every Spark JVM and Python worker during the run (psutil agent; local cluster);
-* ``summary.json`` (:func:`~skewbench.bench.spark.summary.summarize`) and ``run.meta.json``
+* ``locust/`` — with ``--ingest locust``: locust's log and statistics (CSV) of sending the stream;
+* ``summary.json`` (:func:`~skewbench.bench.spark.summary.summarize`; ``ingest``: where the stream came from,
+  with the broker path's offered and achieved rate and lateness) and ``run.meta.json``
   (versions, commit, cluster shape from the master, config, delay mode, the levers' settings and the
   worker stage's tasks).
 """
@@ -49,6 +52,8 @@ from skewbench.bench.interrupts import deferred
 from skewbench.bench.progress import clock
 from skewbench.bench.spark import engine, feedback, routing
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT
+from skewbench.bench.broker import Broker, BrokerError
+from skewbench.bench.spark.ingest import PATHS, Ingest
 from skewbench.bench.spark.latency import first_arrival, message_latency
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
 
@@ -85,6 +90,7 @@ class Config:
     fluid_keys: int = 0  # fluid: the most keys moving out of or into one worker per batch
     handover: str = "hold"  # or "ahead": the old worker hands a key's state over a batch early
     params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
+    ingest: str = "engine"  # or "locust": the stream comes through the broker (bench.spark.ingest)
 
     def live(self):
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
@@ -187,6 +193,10 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
         raise RunError("--messages and --batch-rows must be >= 1, --delay-ms and --rate >= 0")
     if config.delay_mode not in (None, *MODES):
         raise RunError(f"--delay-mode must be one of {', '.join(MODES)}")
+    if config.ingest not in PATHS:
+        raise RunError(f"--ingest must be one of {', '.join(PATHS)}, got {config.ingest!r}")
+    if config.ingest == "locust" and config.rate <= 0:
+        raise RunError("--ingest locust sends the stream on an open-loop schedule: give its --rate (messages/s)")
     try:
         engine.parse(config.levers)
     except engine.LeverError as exc:
@@ -218,6 +228,11 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
         asked = f"--workers {config.workers}" if width == config.workers else f"W = {width} (--schedule)"
         raise RunError(f"{asked} exceeds the {slots} free task slots of {url}: every worker needs its own slot (start "
                        f"the cluster with more CORES or WORKERS)")
+    if config.ingest == "locust":
+        try:
+            Broker.of(conf_dir()).client()
+        except BrokerError as exc:
+            raise RunError(f"--ingest locust: {exc}") from None
     return app, status
 
 
@@ -305,18 +320,20 @@ class Collector:
 
 
 def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str, tasks: int,
-                closers: int = 0):
+                closers: int = 0, ingest: Ingest | None = None):
     from pyspark.sql import functions as F
 
     from skewbench.bench.spark import workers
+    from skewbench.bench.spark.broker_source import BrokerDataSource
     from skewbench.bench.spark.source import SkewbenchDataSource
 
-    registered(spark, SkewbenchDataSource)
+    source = BrokerDataSource if ingest is not None else SkewbenchDataSource
+    registered(spark, source)
     width = config.width()
     groups = preimages(spark, width + closers, tasks)  # a closing group sorts after its task's workers
     versions = str(collector.publisher.folder) if collector.publisher is not None else ""
     loads = str(collector.feed.folder) if collector.feed is not None else ""
-    routed = (spark.readStream.format("skewbench")
+    routed = (spark.readStream.format(source.name()).options(**(ingest.source_options() if ingest else {}))
               .option("workload", config.workload or app.default_workload).option("messages", config.messages)
               .option("seed", config.seed).option("sources", config.sources).option("split", config.split)
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
@@ -495,10 +512,14 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
                                  config.split, config.params)
         routing.save_initial(run_key, stream, str(routers_folder(folder)))
     query = None
+    ingest = Ingest(config, spec, folder, conf_dir()) if config.ingest == "locust" else None
     try:
         with deferred() as interrupts:
             started, wall_start = time.monotonic(), time.time()
-            query = start_query(spark, config, app, folder, collector, shared.share(spark, stream), tasks, closers)
+            if ingest is not None:
+                ingest.start()
+            query = start_query(spark, config, app, folder, collector, shared.share(spark, stream), tasks, closers,
+                                ingest)
             last = 0.0
             while collector.done < stream.messages or len(collector.states) < config.width():
                 interrupts.check()
@@ -506,6 +527,8 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
                     profiler.observe(collector.batches)
                 if query.exception() is not None or not query.isActive:
                     raise RuntimeError(f"the streaming query failed: {query.exception()}")
+                if ingest is not None and ingest.failed():
+                    raise RuntimeError(ingest.failed())
                 time.sleep(0.2)
                 elapsed = time.monotonic() - started
                 if elapsed - last >= 2 or collector.done >= stream.messages:
@@ -531,6 +554,7 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
                 timeline(collector, batches).to_parquet(folder / "timeline.parquet", index=False)
                 summary |= collector.publisher.summary(batches)
             summary |= engine_and_resources(spark, folder, wall_start)
+            summary["ingest"] = ingest.finish() if ingest is not None else {"path": "engine"}
             (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
             meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),
                     "cluster": {k: status.get(k) for k in ("url", "aliveworkers", "cores", "memory", "status")}
@@ -547,6 +571,8 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
     finally:
         if query is not None:
             query.stop()
+        if ingest is not None:
+            ingest.stop()
         if own:
             spark.stop()
 

@@ -1,0 +1,66 @@
+"""``skewbench run --ingest locust`` on the local cluster: locust sends the stream to the broker at the offered
+rate, the "skewbench-broker" source reads it, and the run gives the same answer and the same per-worker
+counts as the generated source's run of the same stream (bench/spark/ingest.py)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from skewbench.bench.spark.run import CLUSTER_PYTHON, ROOT
+
+MESSAGES, RATE = 8000, 4000
+
+
+def config(out, ingest, scheme, app="wordcount", **extra):
+    return {"app": app, "scheme": scheme, "workers": 3, "sources": 2, "delay_ms": 0.05, "messages": MESSAGES,
+            "batch_rows": 2000, "rate": RATE, "workload": "zipf:z=1.2,keys=500" if app == "wordcount" else None,
+            "ingest": ingest, "out": str(out), **extra}
+
+
+@pytest.mark.spark
+def test_locust_through_the_broker_gives_the_generated_sources_answer_and_counts(spark_cluster, tmp_path):
+    cases = [(ingest, scheme, app, extra) for scheme, app, extra in
+             [("pkg", "wordcount", {}), ("dchoices", "naivebayes", {}),
+              ("mixed", "wordcount", {"rebalance_every": 1})] for ingest in ("engine", "locust")]
+    files = []
+    for i, (ingest, scheme, app, extra) in enumerate(cases):
+        files.append(tmp_path / f"{i}.json")
+        files[-1].write_text(json.dumps(config(tmp_path / f"run{i}", ingest, scheme, app, **extra)))
+    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.bench.spark.run", *map(str, files)],
+                          capture_output=True, text=True, timeout=1800, cwd=ROOT,
+                          env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    summaries = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    for i in range(0, len(cases), 2):
+        engine, locust = summaries[i], summaries[i + 1]
+        label = f"{locust['app']} {locust['scheme']}"
+        assert engine["correct"] and locust["correct"], label
+        assert locust["worker_messages"] == engine["worker_messages"], label  # routed exactly alike
+        assert locust["worker_probes"] == engine["worker_probes"], label
+        assert engine["ingest"] == {"path": "engine"}
+        ingest = locust["ingest"]
+        assert ingest["path"] == "locust" and ingest["messages"] == MESSAGES and ingest["valid"], ingest
+        assert abs(ingest["achieved_rate"] / RATE - 1) <= 0.02, ingest
+        stats = (tmp_path / f"run{i + 1}" / "locust" / "stats_stats.csv").read_text()
+        assert "XADD" in stats, stats
+        print(f"{label}: engine {engine['throughput_msgs_per_s']:,.0f} msgs/s, through locust and the broker "
+              f"{locust['throughput_msgs_per_s']:,.0f} msgs/s (offered {RATE:,}/s, achieved "
+              f"{ingest['achieved_rate']:,.0f}/s, lateness p99 {ingest['lag_p99'] * 1000:.1f} ms); latency p99 "
+              f"{engine['latency_seconds']['p99']:.2f} / {locust['latency_seconds']['p99']:.2f} s")
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--ingest", "locust"], "--ingest locust sends the stream on an open-loop schedule: give its --rate"),
+    (["--ingest", "kafka", "--rate", "100"], "invalid choice: 'kafka'"),
+])
+def test_bad_ingest_options_are_usage_errors(tmp_path, capsys, options, message):
+    from skewbench.cli import main
+
+    try:
+        code = main(["run", "--app", "wordcount", "--scheme", "pkg", "--workers", "2", "--messages", "2000", *options,
+                     "--out", str(tmp_path / "x")])
+    except SystemExit as exit_:  # argparse's own refusal
+        code = exit_.code
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
