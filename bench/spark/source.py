@@ -41,6 +41,10 @@ instead of 3.6 s at W = 9.  The source builds the bundles from the stream's colu
 worker order, with no per-message Python object and no pandas frame of the copies: at W = 100 its
 read of 3M messages was the one task every batch waited for.
 
+:meth:`SkewbenchStreamReader.messages` is where a source's messages come from; the "skewbench-broker" source
+(:mod:`~skewbench.bench.spark.broker_source`) reads them from the cluster's broker instead, and the rest is
+this module's.
+
 Spark plans each streaming query's batches (``initialOffset``, ``latestOffset``, ``partitions``) in a
 Python process of its own, started afresh per query: this module imports at the top only what planning
 needs, which that process has already loaded, and what ``read`` needs (pandas, the apps, the routers)
