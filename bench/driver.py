@@ -1,10 +1,12 @@
 """``skewbench bench``: run study files on the Spark cluster, one tidy row per run, predictions beside.
 
 ``skewbench bench STUDY.yaml [STUDY.yaml ...] --out DIR [--resume] [--quick | --full] [--engine-model FILE]
-[--warm-up-batches N]``:
+[--warm-up-batches N] [--ingest engine|locust]``:
 
-1. Loads and validates every study (:mod:`~skewbench.bench.studyfile`) and checks the cluster has a
-   task slot for every worker of the largest W — before any run starts.
+1. Loads and validates every study (:mod:`~skewbench.bench.studyfile`; ``--ingest locust`` sends every run's
+   stream through the cluster's broker, :meth:`~skewbench.bench.studyfile.Study.ingested`) and checks the
+   cluster has a task slot for every worker of the largest W, and a broker when a run needs one — before
+   any run starts.
 2. Runs every point in a seeded random order (so a slow drift of the machine does not line up with
    one factor), in three phases: engine calibration studies (``engine: true``), the others, then the
    studies whose offered rate another study measures (``offered_rate``).  One Spark application; a
@@ -74,17 +76,21 @@ SCRATCH = ("outputs", "checkpoint")
 
 
 def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "default", order_seed: int = 0,
-          engine_model: Path | None = None, warm_up_batches: int | None = None, log=sys.stderr) -> pd.DataFrame:
+          engine_model: Path | None = None, warm_up_batches: int | None = None, ingest: str | None = None,
+          log=sys.stderr) -> pd.DataFrame:
     """Run the studies into ``out`` (see the module docstring); returns the results table.  ``warm_up_batches``:
-    the warm-up run's micro-batches (None: :data:`WARM_UP_BATCHES`)."""
+    the warm-up run's micro-batches (None: :data:`WARM_UP_BATCHES`); ``ingest``: every run's stream comes in so
+    (``locust``: through the cluster's broker), whatever the study files say."""
     from skewbench.bench.spark.run import session
 
     warm_up = WARM_UP_BATCHES if warm_up_batches is None else warm_up_batches
     if warm_up < 0:
         raise BenchError(f"--warm-up-batches must be >= 0 (0: no warm-up), got {warm_up}")
-    studies = load_all(paths)
+    studies = [s.ingested(ingest) if ingest else s for s in load_all(paths)]
     given = given_model(engine_model, studies)
     url, slots = _cluster()
+    if any(p.ingest == "locust" for s in studies for p in s.points(profile)):
+        _check_broker()
     needed = max(p.live.widest(p.workers) if p.live else p.workers for s in studies for p in s.points(profile))
     if needed > slots:
         raise BenchError(f"the studies need {needed} task slots (W = {needed}) but the cluster at {url} has {slots} "
@@ -145,6 +151,16 @@ def _cluster() -> tuple[str, int]:
         return url, free_slots(master_status(url))
     except RunError as exc:
         raise BenchError(str(exc)) from None
+
+
+def _check_broker() -> None:
+    from skewbench.bench.broker import Broker, BrokerError
+    from skewbench.bench.spark.run import conf_dir
+
+    try:
+        Broker.of(conf_dir()).client()
+    except BrokerError as exc:
+        raise BenchError(f"runs through the broker (ingest: locust): {exc}") from None
 
 
 def _plan(studies: list[Study], profile: str, order_seed: int, given: EngineModel | None) -> dict:
@@ -366,7 +382,7 @@ def config_of(point: Point, folder: Path):
                   batch_rows=point.batch_rows, seed=point.seed, split=point.split,
                   aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder),
                   rebalance_every=point.rebalance_every, schedule=point.schedule, migration=point.migration,
-                  fluid_keys=point.fluid_keys, handover=point.handover, params=point.params)
+                  fluid_keys=point.fluid_keys, handover=point.handover, params=point.params, ingest=point.ingest)
 
 
 WARM_UP_BATCHES = 40  # 5 left the next runs' engine cost per batch 0.4-0.5 s above the rest's (JIT, at W = 10)
@@ -470,7 +486,17 @@ def _run_row(point: Point, folder: Path) -> dict:
             "versions": s.get("versions", 1), "final_workers": s.get("final_workers", point.workers),
             **{key: s.get(key, 0) for key in ("migrations", "migrated_keys", "migrated_bytes")},
             "plan_median_s": float(np.median([m["plan_seconds"] for m in s["migration_list"]]))
-            if s.get("migration_list") else np.nan, **_response(folder, s), "run": folder.name}
+            if s.get("migration_list") else np.nan, **_response(folder, s), **_ingest_row(s), "run": folder.name}
+
+
+def _ingest_row(summary: dict) -> dict:
+    """Through the broker: the rate it received by its clock, the generator's lateness, and whether the run
+    kept to its offered rate (``ingest_valid``; NaN for the stream generated in Spark's source)."""
+    ingest = summary.get("ingest", {})
+    if ingest.get("path") != "locust":
+        return {"achieved_rate": np.nan, "generator_lag_p99_s": np.nan, "ingest_valid": np.nan}
+    return {"achieved_rate": ingest["achieved_rate"], "generator_lag_p99_s": ingest["lag_p99"],
+            "ingest_valid": ingest["valid"]}
 
 
 def _response(folder: Path, summary: dict) -> dict:

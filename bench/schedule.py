@@ -7,7 +7,8 @@ records its lateness instead of silently offering less (after OpenMessaging's ``
 
 A schedule is a list of steps ``(rate, seconds)``: ``rate`` messages/s for ``seconds``, the last step
 lasting until the stream ends.  Spelled ``R`` (constant) or ``R1@S1,R2@S2,...,Rn`` (steps: ``R1`` for ``S1``
-seconds, then ...); a spike is a short step: ``5000@20,20000@5,5000``.
+seconds, then ...); a spike is a short step: ``5000@20,20000@5,5000``.  ``0`` is no schedule at all (no
+steps): every message is due at once, and is sent as fast as the generator goes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ class ScheduleError(ValueError):
 
 
 def parse_schedule(text: str) -> list[tuple[float, float]]:
-    """``"R"`` or ``"R1@S1,...,Rn"`` as ``[(rate, seconds), ..., (rate, inf)]``."""
+    """``"R"`` or ``"R1@S1,...,Rn"`` as ``[(rate, seconds), ..., (rate, inf)]``; ``"0"`` as ``[]``."""
+    if str(text).strip() in ("0", "0.0"):
+        return []
     steps = []
     parts = str(text).split(",")
     try:
@@ -40,8 +43,11 @@ def parse_schedule(text: str) -> list[tuple[float, float]]:
 
 def intended_times(seq: np.ndarray, t0: float, steps: list[tuple[float, float]]) -> np.ndarray:
     """The intended send time of messages ``seq`` (indices in the stream) under ``steps`` from ``t0``:
-    message *n* is sent when the schedule has offered *n* messages (message 0 at ``t0``)."""
+    message *n* is sent when the schedule has offered *n* messages (message 0 at ``t0``); all at ``t0``
+    without steps."""
     seq = np.asarray(seq, dtype=np.float64)
+    if not steps:
+        return np.full(len(seq), float(t0))
     rates = np.array([r for r, _ in steps])
     seconds = np.array([s for _, s in steps])
     starts = np.r_[0.0, np.cumsum(seconds[:-1])]  # each step's start, in seconds after t0
@@ -51,5 +57,7 @@ def intended_times(seq: np.ndarray, t0: float, steps: list[tuple[float, float]])
 
 
 def mean_rate(messages: int, steps: list[tuple[float, float]]) -> float:
-    """Messages per second the schedule offers over a stream of ``messages``."""
+    """Messages per second the schedule offers over a stream of ``messages`` (inf without steps)."""
+    if not steps:
+        return float("inf")
     return messages / (intended_times(np.array([messages]), 0.0, steps)[0]) if messages else 0.0

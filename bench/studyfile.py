@@ -22,12 +22,14 @@ count's T), ``split`` (``shuffle`` | ``key``), ``levers`` (the engine's levers o
 runs; ``""`` never), ``migration`` (``all-at-once`` | ``fluid``), ``fluid_keys`` and ``handover`` (``hold`` |
 ``ahead``) (:mod:`skewbench.migration`; the last three mean nothing, and are dropped, where routing never changes),
 ``params`` (the scheme's parameters, ``"theta=0.02,table_max=3000"``, for each scheme of its block),
-``batch_rows`` / ``batch_rows_per_worker``. ``design: cross`` runs every combination; ``design: around`` runs
-the *centre* (the first value of every factor) and, for each factor, its other values with every other factor
-at the centre (Montgomery's one-factor-at-a-time). ``cross_with: [schemes]`` crosses the named factors with
-the design of the others (every scheme at every point of an ``around`` sweep). ``include`` adds points: each
-entry sets some factors (a list crosses its values with the entry's other lists), the rest take the centre's
-values (and the ``cross_with`` factors all of theirs). Every point runs with seeds ``0 .. repeats-1``.
+``ingest`` (``engine``: the stream generated in Spark's source; ``locust``: sent by locust through the
+cluster's broker, :mod:`~skewbench.bench.spark.ingest`), ``batch_rows`` / ``batch_rows_per_worker``.
+``design: cross`` runs every combination; ``design: around`` runs the *centre* (the first value of every factor) and,
+for each factor, its other values with every other factor at the centre (Montgomery's one-factor-at-a-time).
+``cross_with: [schemes]`` crosses the named factors with the design of the others (every scheme at every point
+of an ``around`` sweep). ``include`` adds points: each entry sets some factors (a list crosses its values with
+the entry's other lists), the rest take the centre's values (and the ``cross_with`` factors all of theirs).
+Every point runs with seeds ``0 .. repeats-1``.
 
 Other keys: ``description``; ``offered_rate: {study: storm, scheme: kg, delay_ms: 0.4}`` — the rate is
 that study's median measured throughput at that point, in the same bench folder (the study must run
@@ -58,11 +60,12 @@ import yaml
 
 from skewbench.bench.comparisons import COMPARISONS
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, canonical, parse as parse_levers
+from skewbench.bench.spark.ingest import PATHS as INGEST_PATHS
 from skewbench.migration import HANDOVERS, STRATEGIES
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
            "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params",
-           "batch_rows", "batch_rows_per_worker")
+           "ingest", "batch_rows", "batch_rows_per_worker")
 MAX_WORKERS = 1000
 PROFILES = ("quick", "default", "full")
 MAX_DELAY_MS = 100
@@ -92,6 +95,7 @@ _FACTOR_ITEMS = {
     "fluid_keys": {"type": "integer", "minimum": 0},
     "handover": {"enum": list(HANDOVERS)},
     "params": {"type": "string"},
+    "ingest": {"enum": list(INGEST_PATHS)},
     "batch_rows": _COUNT,
     "batch_rows_per_worker": _COUNT,
 }
@@ -131,18 +135,19 @@ SCHEMA = {
 }
 DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0], "aggregation_period": [0],
             "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "rebalance_every": [0], "schedule": [""],
-            "migration": ["all-at-once"], "fluid_keys": [0], "handover": ["hold"], "params": [""], "repeats": 1,
+            "migration": ["all-at-once"], "fluid_keys": [0], "handover": ["hold"], "params": [""], "ingest": ["engine"],
+            "repeats": 1,
             "design": "cross",
             "batches": 5}
 #: Factors added after benches were first kept: a saved plan without them resumes (``bench.driver``).
-LATER_FACTORS = ("rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params")
+LATER_FACTORS = ("rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params", "ingest")
 #: Live routing's factors (:mod:`skewbench.migration`) at their static values.
 STATIC = {"rebalance_every": 0, "schedule": "", "migration": "all-at-once", "fluid_keys": 0, "handover": "hold"}
 #: The lever set of a study saved before levers existed (a kept bench's plan.json): Spark as configured.
 LEVERS_BEFORE = "none"
 #: Fields a point gained after runs were first named, at the values that mean "as before": there they stay
 #: out of the name's digest, so a run made earlier keeps its name.
-LATER_FIELDS = {"levers": LEVERS_BEFORE, **STATIC, "params": ""}
+LATER_FIELDS = {"levers": LEVERS_BEFORE, **STATIC, "params": "", "ingest": "engine"}
 
 
 class StudyError(ValueError):
@@ -173,6 +178,7 @@ class Point:
     fluid_keys: int = 0  # fluid: the most keys moving out of or into one worker per batch
     handover: str = "hold"  # or "ahead": a key's state handed over at the end of the batch before
     params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
+    ingest: str = "engine"  # or "locust": the stream through the cluster's broker (bench.spark.ingest)
 
     @property
     def name(self) -> str:
@@ -207,6 +213,15 @@ class Study:
     def name(self) -> str:
         return self.spec["name"]
 
+    def ingested(self, path: str) -> Study:
+        """The study with every run's stream coming in by ``path`` (``skewbench bench --ingest``)."""
+        spec = {**self.spec, "ingest": [path],
+                **{key: [{k: v for k, v in e.items() if k != "ingest"} for e in self.spec[key]]
+                   for key in ("include",) if key in self.spec},
+                **{p: {k: v for k, v in self.spec[p].items() if k != "ingest"} for p in ("quick", "full")
+                   if p in self.spec}}
+        return Study(self.path, spec)
+
     def profiled(self, profile: str = "default") -> dict:
         """The study's keys in a :data:`PROFILES` profile: ``quick`` or ``full`` replace them with theirs."""
         changes = self.spec.get(profile, {}) if profile != "default" else {}
@@ -239,7 +254,7 @@ class Study:
                      batch_rows=min(rows, messages), rate=float(rate if rate is not None else c["rate"]),
                      aggregation_period=c["aggregation_period"], split=c["split"], seed=seed,
                      levers=canonical(c.get("levers", LEVERS_BEFORE)), params=c.get("params", ""),
-                     **_live_factors(c))
+                     ingest=c.get("ingest", "engine"), **_live_factors(c))
 
 
 def _live_factors(c: dict) -> dict:

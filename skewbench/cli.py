@@ -169,9 +169,11 @@ def cmd_run(args) -> int:
           f"delay {summary['delay_mode']} error {summary['delay']['error'] or 0:+.2%}")
     ingest = summary["ingest"]
     if ingest["path"] == "locust":
+        offered = (f"offered {ingest['offered_rate']:,.0f}/s, lateness p99 {ingest['lag_p99'] * 1000:.1f} ms"
+                   if ingest["offered_rate"] else "all at once")
         print(f"ingest: locust sent {ingest['messages']:,} messages to the broker at {ingest['achieved_rate']:,.0f}/s "
-              f"(offered {ingest['offered_rate']:,.0f}/s), lateness p99 {ingest['lag_p99'] * 1000:.1f} ms"
-              + ("" if ingest["valid"] else " — NOT VALID: the achieved rate missed the offered one by more than 2 %"))
+              f"({offered})" + ("" if ingest["valid"] else " — NOT VALID: fewer messages than the stream's, or the "
+                                "achieved rate missed the offered one by more than 2 %"))
     if "migrations" in summary:
         print(f"live routing: {summary['versions']} routing versions, {summary['migrations']} migrations moved "
               f"{summary['migrated_keys']:,} keys, W at the end {summary['final_workers']}, at most "
@@ -211,19 +213,23 @@ def cmd_bench(args) -> int:
     _in_cluster_python("bench", [*args.studies, "--out", str(args.out), "--order-seed", str(args.order_seed)]
                        + ["--resume"] * args.resume + [f"--{args.profile}"] * (args.profile != "default")
                        + (["--engine-model", str(args.engine_model)] if args.engine_model else [])
-                       + (["--warm-up-batches", str(args.warm_up_batches)] if args.warm_up_batches is not None else []))
+                       + (["--warm-up-batches", str(args.warm_up_batches)] if args.warm_up_batches is not None else [])
+                       + (["--ingest", args.ingest] if args.ingest else []))
     from skewbench.bench.spark.run import RunError
 
     try:
         table = bench(args.studies, args.out, resume=args.resume, profile=args.profile, order_seed=args.order_seed,
-                      engine_model=args.engine_model, warm_up_batches=args.warm_up_batches)
+                      engine_model=args.engine_model, warm_up_batches=args.warm_up_batches, ingest=args.ingest)
     except (BenchError, RunError) as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
         print("skewbench: interrupted; finish with the same command and --resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     wrong = table[~table["correct"].astype(bool)]
-    print(f"{len(table)} runs, {len(wrong)} incorrect; wrote {args.out / 'results.csv'} and {args.out / 'report.md'}")
+    late = int((table["ingest_valid"] == False).sum())  # noqa: E712 (NaN: no broker in the run)
+    print(f"{len(table)} runs, {len(wrong)} incorrect; wrote {args.out / 'results.csv'} and {args.out / 'report.md'}"
+          + (f"; {late} runs through the broker NOT VALID (the broker got less than the offered rate, "
+             f"column ingest_valid)" if late else ""))
     return EXIT_FAILED if len(wrong) else 0
 
 
@@ -367,7 +373,8 @@ def add_run_options(run) -> None:
                      help="the scheme's parameters, e.g. theta=0.02,table_max=3000 (`skewbench schemes` lists them)")
     run.add_argument("--ingest", choices=("engine", "locust"), default="engine",
                      help="where the stream comes from: generated in Spark's source (engine), or sent by locust "
-                          "to the cluster's broker at --rate and read from there (a cluster up with BROKER=1)")
+                          "to the cluster's broker at --rate (0: all at once) and read from there (a cluster up "
+                          "with BROKER=1)")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
 
 
@@ -456,6 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--warm-up-batches", type=int, metavar="N",
                        help="micro-batches of the unreported run that first warms the JVMs up (default: enough for "
                             "their JIT compilers; fewer leave the first measured runs' engine cost high; 0: none)")
+    bench.add_argument("--ingest", choices=("engine", "locust"),
+                       help="every run's stream comes in so, whatever the study files say: locust sends it through "
+                            "the cluster's broker (a cluster up with BROKER=1)")
     bench.set_defaults(func=cmd_bench)
 
     predict = sub.add_parser("predict", help="the simulator's prediction of every point of study files (no Spark)",

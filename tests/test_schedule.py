@@ -20,7 +20,13 @@ def test_steps_change_the_rate_where_the_schedule_says():
     np.testing.assert_allclose(intended_times(np.array([700]), 0.0, steps), [2.5])
 
 
-@pytest.mark.parametrize("text", ["", "x", "100@2", "100,200", "0", "-5@1,3", "100@0,5", "inf"])
+def test_zero_is_everything_at_once():
+    assert parse_schedule("0") == []
+    np.testing.assert_allclose(intended_times(np.arange(3), 5.0, []), [5, 5, 5])
+    assert mean_rate(100, []) == float("inf")
+
+
+@pytest.mark.parametrize("text", ["", "x", "100@2", "100,200", "0@1,5", "-5@1,3", "100@0,5", "inf"])
 def test_a_bad_schedule_says_how_one_is_written(text):
     with pytest.raises(ScheduleError, match="schedule"):
         parse_schedule(text)

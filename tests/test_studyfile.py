@@ -212,6 +212,23 @@ def test_live_factors_name_their_runs_and_leave_static_names_as_they_were(tmp_pa
     assert {p.name for p in static} == before
 
 
+def test_ingest_is_a_factor_and_the_bench_can_send_every_stream_through_the_broker(tmp_path):
+    """``ingest: [engine, locust]`` crosses like any other factor (an engine run keeps its name from before);
+    ``skewbench bench --ingest locust`` (Study.ingested) makes every run of a study, its includes and profiles
+    locust's."""
+    study = load(write(tmp_path, TINY + "ingest: [engine, locust]\nquick: {ingest: engine}\n"
+                                        "include: [{schemes: sg, ingest: engine}]\n"))
+    points = study.points()
+    assert len(points) == 2 * 2 * 2 * 2 + 1 and {p.ingest for p in points} == {"engine", "locust"}
+    before = {p.name for p in load(write(tmp_path, TINY, "plain.yaml")).points()}
+    assert {p.name for p in points if p.ingest == "engine" and p.scheme != "sg"} == before
+    through = study.ingested("locust")
+    for profile in ("default", "quick"):
+        assert {p.ingest for p in through.points(profile)} == {"locust"}, profile
+    with pytest.raises(StudyError, match="ingest"):
+        load(write(tmp_path, TINY + "ingest: kafka\n", "bad.yaml"))
+
+
 def test_missing_study_file(tmp_path):
     with pytest.raises(StudyError, match="nope.yaml: cannot read the study file"):
         load(tmp_path / "nope.yaml")
@@ -228,7 +245,7 @@ def test_a_bench_started_before_a_factor_existed_resumes(tmp_path):
     out = tmp_path / "bench"
     _claim(out, studies, "default", 0, False, None)
     plan = json.loads((out / "plan.json").read_text())
-    for later in ("rebalance_every", "schedule", "migration", "fluid_keys", "params"):
+    for later in ("rebalance_every", "schedule", "migration", "fluid_keys", "params", "ingest"):
         del plan["studies"]["centre"][later]
     (out / "plan.json").write_text(json.dumps(plan))
     _claim(out, studies, "default", 0, True, None)

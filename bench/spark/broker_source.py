@@ -87,6 +87,8 @@ class BrokerStreamReader(SkewbenchStreamReader):
         if len(altered):
             raise BrokerError(f"{where}: {len(altered)} entries carry another key than the workload's message "
                               f"(first: message {seq[altered[0]]}); was the topic written for another workload?")
+        if o.rate <= 0:  # everything at once: a message arrives when a batch first offers it, as in "skewbench"
+            t_intended = np.full(len(seq), partition.at)
         return Messages(seq, key, fp, t_intended, clock.astype(stream.clock.dtype), payload)
 
     def entries(self, partition: SourcePartition) -> list:

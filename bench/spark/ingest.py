@@ -1,14 +1,14 @@
 """A run's ingestion through the broker (``skewbench run --ingest locust``): the driver's side.
 
-Before the query starts, locust (:mod:`skewbench.bench.locustfile`) is started on the load generator to
-send the run's stream to the cluster's broker under a topic of the run's own, at ``--rate`` messages/s on
-an open-loop schedule; the query reads it with the "skewbench-broker" source
-(:mod:`~skewbench.bench.spark.broker_source`), which routes exactly as the generated source does.  When the
-run ends, the broker's delivery log says what was offered: the run's ``ingest`` summary has the offered
-and achieved rate (by the broker's clock), the generator's lateness, and ``valid`` — false when the
-achieved rate missed the offered one by more than :data:`TOLERANCE`, so that such a run is never reported
-as if it had run at the offered rate.  locust's own log and statistics (CSV) stay in the run's ``locust/``
-folder; the topic's keys are deleted from the broker.
+Before the query starts, locust (:mod:`skewbench.bench.locustfile`) is started on the load generator to send
+the run's stream to the cluster's broker under a topic of the run's own, at ``--rate`` messages/s on an
+open-loop schedule (rate 0: every message at once, as fast as locust sends); the query reads it with the
+"skewbench-broker" source (:mod:`~skewbench.bench.spark.broker_source`), which routes exactly as the generated
+source does. When the run ends, the broker's delivery log says what was offered: the run's ``ingest`` summary
+has the offered and achieved rate (by the broker's clock), the generator's lateness, and ``valid`` — false
+when a message is missing or the achieved rate missed the offered one by more than :data:`TOLERANCE`, so that
+such a run is never reported as if it had run at the offered rate. locust's own log and statistics (CSV) stay
+in the run's ``locust/`` folder; the topic's keys are deleted from the broker.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ class Ingest:
         client = self.broker.client()
         got = delivery(client, self.topic)
         offered = float(self.config.rate)
-        valid = got["messages"] == self.config.messages and abs(got["achieved_rate"] / offered - 1) <= TOLERANCE
+        on_time = offered == 0 or abs(got["achieved_rate"] / offered - 1) <= TOLERANCE
+        valid = got["messages"] == self.config.messages and on_time
         keys = list(client.scan_iter(match=f"{KEY_PREFIX}{self.topic}:*", count=1000))
         if keys:
             client.delete(*keys)

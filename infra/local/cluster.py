@@ -405,6 +405,7 @@ def up(args):
         raise ClusterError(f"--prefix must be 1-4 lowercase letters/digits (interface names are short), "
                            f"got {args.prefix!r}")
     mode = previous["mode"] if previous and args.mode == "auto" else choose_mode(args.mode, args.prefix)
+    args.broker = args.broker or bool(previous and previous.get("broker"))  # a broker up stays: nothing needs it gone
     shape = {"mode": mode, "net": args.net, "prefix": args.prefix, "workers": args.workers, "cores": args.cores,
              "memory": args.memory, "executor_memory": args.executor_memory, "netem": args.netem,
              "broker": args.broker}

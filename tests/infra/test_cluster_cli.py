@@ -106,6 +106,19 @@ def test_a_cluster_of_another_shape_must_be_taken_down_first(cluster, tmp_path, 
     assert "no broker): run `make cluster-down` first" in capsys.readouterr().err
 
 
+def test_a_cluster_with_a_broker_keeps_it_when_asked_for_none(cluster, tmp_path, capsys, monkeypatch):
+    """`make bench` after `make bench INGEST=locust`: the broker stays, the cluster is the same shape."""
+    state = {"dir": str(tmp_path), "mode": "loopback", "net": "10.77.0", "prefix": "sb", "workers": 3, "cores": 2,
+             "memory": "1g", "executor_memory": "512m", "netem": "", "broker": True,
+             "ansible": cluster.ansible_digest(),
+             "nodes": cluster.layout("loopback", "10.77.0", "sb", 3, broker=True)}
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    monkeypatch.setattr(cluster, "healthy", lambda state: True)
+    cluster.main(["--dir", str(tmp_path), "up", "--workers", "3", "--mode", "loopback"])
+    out = capsys.readouterr()
+    assert "already up" in out.out and "another shape" not in out.err, out
+
+
 def test_the_ansible_digest_follows_the_files(cluster, tmp_path, monkeypatch):
     (tmp_path / "roles" / "metrics" / "__pycache__").mkdir(parents=True)
     (tmp_path / "roles" / "metrics" / "agent.py").write_text("v1")
@@ -170,6 +183,7 @@ def test_status_says_whether_the_broker_lets_its_user_in(cluster, tmp_path):
                         got += conn.recv(256)
                     assert got == b"AUTH skewbench s3cret\r\nPING\r\n", got
                     conn.sendall(reply)
+                    conn.recv(1)  # the client closes first: no TIME_WAIT left on the port for the next run
 
         stand_in = threading.Thread(target=answer, args=([b"+OK\r\n+PONG\r\n", b"-WRONGPASS invalid\r\n"],))
         stand_in.start()

@@ -1,6 +1,6 @@
 """`skewbench bench` end to end on a local cluster: study files in, one checked and predicted row per run
-out; interrupted with Ctrl-C and resumed, it gives the plan's rows exactly once, never re-running a
-complete run; a resume with other studies or a finished bench is refused."""
+out (a run through the broker too); interrupted with Ctrl-C and resumed, it gives the plan's rows exactly
+once, never re-running a complete run; a resume with other studies or a finished bench is refused."""
 import json
 import os
 import subprocess
@@ -34,6 +34,8 @@ delay_ms: 0.2
 workloads: ["zipf:z=1.2,keys=2000"]
 messages: 6000
 batch_rows: 2000
+include:  # the same stream at an offered rate, generated in Spark's source and sent by locust through the broker
+  - {apps: wordcount, schemes: pkg, rate: 3000, ingest: [engine, locust]}
 """
 
 
@@ -147,6 +149,11 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
     for name in ("cal.csv", "tiny.csv", "results.csv.meta.json", "report.md", "prediction.png"):
         assert (out / name).exists(), name
     assert "## Every run of the bench" in (out / "report.md").read_text()
+    through, twin = (table[(table["rate"] == 3000) & (table["ingest"] == way)] for way in ("locust", "engine"))
+    assert len(through) == len(twin) == 1 and through["ingest_valid"].all(), through.T
+    assert abs(through["achieved_rate"].iloc[0] / 3000 - 1) <= 0.02, through.T
+    assert through["worker_messages"].tolist() == twin["worker_messages"].tolist()  # routed alike
+    assert twin["ingest_valid"].isna().all()
 
     code, log = finished(bench(*files, "--out", str(out), "--resume", conf=spark_cluster), timeout=120)
     assert code == 2 and "is complete" in log

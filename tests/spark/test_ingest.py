@@ -21,8 +21,8 @@ def config(out, ingest, scheme, app="wordcount", **extra):
 @pytest.mark.spark
 def test_locust_through_the_broker_gives_the_generated_sources_answer_and_counts(spark_cluster, tmp_path):
     cases = [(ingest, scheme, app, extra) for scheme, app, extra in
-             [("pkg", "wordcount", {}), ("dchoices", "naivebayes", {}),
-              ("mixed", "wordcount", {"rebalance_every": 1})] for ingest in ("engine", "locust")]
+             [("pkg", "wordcount", {}), ("mixed", "wordcount", {"rebalance_every": 1})]  # Naive Bayes: broker_path.py
+             for ingest in ("engine", "locust")]
     files = []
     for i, (ingest, scheme, app, extra) in enumerate(cases):
         files.append(tmp_path / f"{i}.json")
@@ -51,7 +51,6 @@ def test_locust_through_the_broker_gives_the_generated_sources_answer_and_counts
 
 
 @pytest.mark.parametrize("options, message", [
-    (["--ingest", "locust"], "--ingest locust sends the stream on an open-loop schedule: give its --rate"),
     (["--ingest", "kafka", "--rate", "100"], "invalid choice: 'kafka'"),
 ])
 def test_bad_ingest_options_are_usage_errors(tmp_path, capsys, options, message):
