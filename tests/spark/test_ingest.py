@@ -21,7 +21,7 @@ def config(out, ingest, scheme, app="wordcount", **extra):
 @pytest.mark.spark
 def test_locust_through_the_broker_gives_the_generated_sources_answer_and_counts(spark_cluster, tmp_path):
     cases = [(ingest, scheme, app, extra) for scheme, app, extra in
-             [("pkg", "wordcount", {}), ("mixed", "wordcount", {"rebalance_every": 1})]  # Naive Bayes: broker_path.py
+             [("mixed", "wordcount", {"rebalance_every": 1})]  # pkg: test_bench.py; Naive Bayes: broker_path.py
              for ingest in ("engine", "locust")]
     files = []
     for i, (ingest, scheme, app, extra) in enumerate(cases):
