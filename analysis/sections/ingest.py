@@ -46,8 +46,9 @@ def ingest_spark(folder: Path) -> list[str]:
                      "p99 broker (s)": group["latency_p99"].median(),
                      "achieved msgs/s": group["achieved_rate"].median(),
                      "generator lag p99 (ms)": 1000 * group["generator_lag_p99_s"].median()})
-    long = pd.concat([twins.assign(path="generated", value=twins["throughput_engine"]),
-                      twins.assign(path="through the broker", value=twins["throughput"])])
+    axes = twins[["scheme", "rate"]]
+    long = pd.concat([axes.assign(path="generated", value=twins["throughput_engine"]),
+                      axes.assign(path="through the broker", value=twins["throughput"])])
     grid = sns.catplot(data=long, x="scheme", y="value", hue="path", col="rate", kind="bar", height=3, aspect=1.2,
                        sharey=False, **CI_BARS)
     grid.set_axis_labels("scheme", "throughput (msgs/s)")
