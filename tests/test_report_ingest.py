@@ -21,11 +21,13 @@ def test_the_section_pairs_each_run_with_its_twin_and_counts_what_differs(tmp_pa
                             rows("locust", 2, 7000, ingest_valid=False)])
     table.to_csv(tmp_path / "results.csv", index=False)
     text = "\n".join(ingest_spark(tmp_path))
-    assert "3 runs had their stream sent by locust" in text and "2 of the 3 with a generated twin" in text
-    assert "1 are not valid" in text and (tmp_path / "ingest.png").exists()
+    assert "3 runs had their stream sent by locust" in text and "2 counted every worker's messages" in text
+    assert "1 are not valid" in text and "3 pairs" in text and (tmp_path / "ingest.png").exists()
     assert "| ingest | wordcount | pkg | 10 | 8,000 |" in text
 
 
-def test_no_section_without_runs_through_the_broker(tmp_path):
+def test_no_section_without_runs_through_the_broker_and_no_table_without_twins(tmp_path):
     pd.DataFrame([rows("engine", 0, 100)]).to_csv(tmp_path / "results.csv", index=False)
     assert ingest_spark(tmp_path) == []
+    pd.DataFrame([rows("locust", 0, 100)]).to_csv(tmp_path / "results.csv", index=False)
+    assert "has a generated twin" in "\n".join(ingest_spark(tmp_path))
