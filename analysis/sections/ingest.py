@@ -46,7 +46,7 @@ def ingest_spark(folder: Path) -> list[str]:
                      "generator lag p99 (ms)": 1000 * group["generator_lag_p99_s"].median()})
     axes = twins[["scheme", "rate"]]
     long = pd.concat([axes.assign(path="generated", value=twins["throughput_engine"]),
-                      axes.assign(path="through the broker", value=twins["throughput"])])
+                      axes.assign(path="through the broker", value=twins["throughput"])], ignore_index=True)
     grid = sns.catplot(data=long, x="scheme", y="value", hue="path", col="rate", kind="bar", height=3, aspect=1.2,
                        sharey=False, **CI_BARS)
     grid.set_axis_labels("scheme", "throughput (msgs/s)")
