@@ -27,7 +27,7 @@ import numpy as np
 from locust import LoadTestShape, User, events, task
 from locust.exception import StopUser
 
-from skewbench.bench.broker import KEY_PREFIX, Broker, BrokerError, publish
+from skewbench.bench.broker import KEY_PREFIX, Broker, BrokerError, passed_key, publish
 from skewbench.bench.schedule import intended_times, parse_schedule
 
 CHUNK = 2000  # messages per transaction at most: a late user catches up in bounded steps
@@ -110,6 +110,7 @@ class SourceProducer(User):
 
     def finish(self):
         o = self.environment.parsed_options
+        self.client.set(passed_key(o.topic, self.source), o.messages)  # also a source without messages is done
         self.client.incr(topic_key(o.topic, "done"))
         raise StopUser()
 
