@@ -34,14 +34,17 @@ delay_ms: 0.2
 workloads: ["zipf:z=1.2,keys=2000"]
 messages: 6000
 batch_rows: 2000
-include:  # the same stream at an offered rate, generated in Spark's source and sent by locust through the broker
+"""
+# The same stream at an offered rate, generated in Spark's source and sent by locust through the broker.
+THROUGH_THE_BROKER = """\
+include:
   - {apps: wordcount, schemes: pkg, rate: 3000, ingest: [engine, locust]}
 """
 
 
 def studies(tmp_path: Path) -> list[str]:
     paths = [tmp_path / "cal.yaml", tmp_path / "tiny.yaml"]
-    for path, text in zip(paths, (CALIBRATION, MEASURED)):
+    for path, text in zip(paths, (CALIBRATION, MEASURED + THROUGH_THE_BROKER)):
         path.write_text(textwrap.dedent(text))
     return [str(p) for p in paths]
 
@@ -159,7 +162,7 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
     assert code == 2 and "is complete" in log
     other = tmp_path / "other" / "tiny.yaml"
     other.parent.mkdir()
-    other.write_text(textwrap.dedent(MEASURED.replace("delay_ms: 0.2", "delay_ms: 0.3")))
+    other.write_text(textwrap.dedent((MEASURED + THROUGH_THE_BROKER).replace("delay_ms: 0.2", "delay_ms: 0.3")))
     code, log = finished(bench(files[0], str(other), "--out", str(out), "--resume", conf=spark_cluster), timeout=120)
     assert code == 2 and "started with other studies or options (studies differ)" in log
     code, log = finished(bench(*files, "--out", str(out), conf=spark_cluster), timeout=120)
