@@ -98,6 +98,19 @@ def log_key(topic: str) -> str:
     return f"{KEY_PREFIX}{topic}:log"
 
 
+def topic_key(topic: str, name: str) -> str:
+    """The topic's coordination keys (:mod:`~skewbench.bench.locustfile`): ``claims`` (sources taken), ``t0``
+    (message 0's time), ``done`` (sources sent)."""
+    return f"{KEY_PREFIX}{topic}:{name}"
+
+
+def forget(client, pattern: str) -> None:
+    """Delete every key ``skewbench:<pattern>`` (``TOPIC:*``: a topic's streams, marks and log)."""
+    keys = list(client.scan_iter(match=f"{KEY_PREFIX}{pattern}", count=1000))
+    if keys:
+        client.delete(*keys)
+
+
 def entry_id(seq: int) -> str:
     return f"0-{seq + 1}"
 

@@ -27,7 +27,7 @@ import numpy as np
 from locust import LoadTestShape, User, events, task
 from locust.exception import StopUser
 
-from skewbench.bench.broker import KEY_PREFIX, Broker, BrokerError, passed_key, publish
+from skewbench.bench.broker import Broker, BrokerError, passed_key, publish, topic_key
 from skewbench.bench.schedule import intended_times, parse_schedule
 
 CHUNK = 2000  # messages per transaction at most: a late user catches up in bounded steps
@@ -46,11 +46,6 @@ def options(parser):
     parser.add_argument("--split", default="shuffle", help="how messages are dealt to sources (shuffle | key)")
     parser.add_argument("--app", default="wordcount", help="the app whose payload columns the entries carry")
     parser.add_argument("--schedule", required=True, help="offered rate: RATE or RATE@SECONDS,...,RATE")
-
-
-def topic_key(topic: str, name: str) -> str:
-    """The topic's coordination keys: ``claims`` (sources taken), ``t0`` (message 0's time), ``done``."""
-    return f"{KEY_PREFIX}{topic}:{name}"
 
 
 @lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from skewbench.bench.broker import KEY_PREFIX, Broker, delivery
+from skewbench.bench.broker import Broker, delivery, forget
 
 TOLERANCE = 0.02  # achieved rate within 2 % of the offered one, or the run is not valid
 PATHS = ("engine", "locust")  # where a run's messages come from: generated in Spark's source, or sent by locust
@@ -73,9 +73,7 @@ class Ingest:
         offered = float(self.config.rate)
         on_time = offered == 0 or abs(got["achieved_rate"] / offered - 1) <= TOLERANCE
         valid = got["messages"] == self.config.messages and on_time
-        keys = list(client.scan_iter(match=f"{KEY_PREFIX}{self.topic}:*", count=1000))
-        if keys:
-            client.delete(*keys)
+        forget(client, f"{self.topic}:*")
         return {"path": "locust", "topic": self.topic, "offered_rate": offered, **got, "valid": valid}
 
     def stop(self) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from skewbench.bench.broker import Broker, BrokerError, delivery, publish, stream_key
+from skewbench.bench.broker import Broker, BrokerError, delivery, forget, publish, stream_key
 from skewbench.bench.spark.broker_source import BrokerStreamReader, client_of
 from skewbench.bench.spark.source import Options, SkewbenchStreamReader, stream_of
 from skewbench.sources import source_of_each_message
@@ -47,10 +47,7 @@ def a_broker():
         try:
             yield broker
         finally:
-            client = client_of(broker)
-            ours = list(client.scan_iter(match=f"skewbench:{RUN}-*", count=1000))
-            if ours:
-                client.delete(*ours)
+            forget(client_of(broker), f"{RUN}-*")
 
 
 @contextlib.contextmanager
