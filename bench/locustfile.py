@@ -5,16 +5,17 @@ broker (:mod:`skewbench.bench.broker`) on an open-loop schedule (:mod:`skewbench
     locust -f bench/locustfile.py --headless --processes 2 --broker-conf .cluster/loadgen/conf \\
         --topic T --workload zipf:z=1.2,keys=10000 --messages 200000 --sources 5 --schedule 20000
 
-One user per source: each user claims a source with an atomic ``INCR`` at the broker (the claim holds
-across locust's processes and machines), and sends that source's messages when their intended times
-come, as many as are due in one transaction (:func:`~skewbench.bench.broker.publish`, at most
-:data:`CHUNK`), with the source's mark of how far its stream is complete.  Locust is closed loop by nature
-— a user waits for its request — so the schedule, not the users, sets the rate: a user that falls
+One user per source: each user claims a source with an atomic ``INCR`` at the broker (the claim holds across
+locust's processes and machines), and sends that source's messages when their intended times come, as many
+as are due in one transaction (:func:`~skewbench.bench.broker.publish`, at most :data:`CHUNK`), with the
+source's mark of how far its stream is complete. A broker that stops answering is waited for (``PATIENCE``)
+and what it did not acknowledge is sent again: the ids refuse a message twice. Locust is closed loop by
+nature — a user waits for its request — so the schedule, not the users, sets the rate: a user that falls
 behind sends what is overdue at once and the lateness shows in the broker's delivery log
-(:func:`~skewbench.bench.broker.delivery`), never as a lower offered rate.  Every transaction is a locust
-request (type ``XADD``, named by its source, its length the messages it carried), so locust's statistics
-and CSVs count deliveries.  The shape :class:`UntilSent` keeps one user per source until every source has
-sent its last message, then stops the test.
+(:func:`~skewbench.bench.broker.delivery`), never as a lower offered rate. Every transaction is a locust
+request (type ``XADD``, named by its source, its length the messages it carried), so locust's statistics and
+CSVs count deliveries. The shape :class:`UntilSent` keeps one user per source until every source has sent
+its last message, then stops the test.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 from locust import LoadTestShape, User, events, task
 from locust.exception import StopUser
 
-from skewbench.bench.broker import Broker, BrokerError, passed_key, publish, topic_key
+from skewbench.bench.broker import PATIENCE, Broker, BrokerError, passed_key, publish, topic_key
 from skewbench.bench.schedule import intended_times, parse_schedule
 
 CHUNK = 2000  # messages per transaction at most: a late user catches up in bounded steps
@@ -68,7 +69,7 @@ class SourceProducer(User):
         from skewbench.sources import source_of_each_message
 
         o = self.environment.parsed_options
-        self.client = Broker.of(o.broker_conf).client()
+        self.client = Broker.of(o.broker_conf).client(patience=PATIENCE)
         self.source = self.client.incr(topic_key(o.topic, "claims")) - 1
         if self.source >= o.sources:
             raise StopUser()
@@ -106,7 +107,7 @@ class SourceProducer(User):
     def finish(self):
         o = self.environment.parsed_options
         self.client.set(passed_key(o.topic, self.source), o.messages)  # also a source without messages is done
-        self.client.incr(topic_key(o.topic, "done"))
+        self.client.sadd(topic_key(o.topic, "done"), self.source)  # a set: a retried "done" counts once
         raise StopUser()
 
 
@@ -115,5 +116,7 @@ class UntilSent(LoadTestShape):
 
     def tick(self):
         o = self.runner.environment.parsed_options
-        done = int(Broker.of(o.broker_conf).client().get(topic_key(o.topic, "done")) or 0)
+        if not hasattr(self, "client"):
+            self.client = Broker.of(o.broker_conf).client(patience=PATIENCE)
+        done = self.client.scard(topic_key(o.topic, "done"))
         return None if done >= o.sources else (o.sources, o.sources)

@@ -67,7 +67,7 @@ def _read_hour(file: Path, skip_bad: bool) -> tuple[list[str], list[int], int]:
     keys, counts, bad = [], [], 0
     for number, line in _pageview_lines(file):
         fields = line.split()
-        if len(fields) == 4 and fields[2].isdigit():
+        if len(fields) == 4 and fields[2].isascii() and fields[2].isdigit():  # not "²", which int() refuses
             keys.append(f"{fields[0]}/{fields[1]}")
             counts.append(int(fields[2]))
         elif not skip_bad:
@@ -92,7 +92,7 @@ def pageviews(messages: int | None = None, seed: int = 0, *, path: str = "", ski
         counts += c
         hours += [hour] * len(k)
         skipped += bad
-    if not keys:
+    if sum(counts) == 0:
         raise WorkloadError(f"pageviews: {len(files)} file(s) hold no page views")
     if skipped:
         print(f"pageviews: skipped {skipped} malformed line(s)")

@@ -14,9 +14,10 @@ Options: those of "skewbench", plus ``topic`` and the broker's ``broker_host``, 
   ``[0-(start + 1), 0-end]`` on the executor, with paged ``XRANGE``.
 * **Replays read the same messages**: entry ids are message indices, and :meth:`commit` trims a stream
   (``XTRIM MINID``) only below what Spark has committed.
-* **What an entry says is checked** against the workload's message of that index (its fingerprint) and
-  every message of the range must be there: a lost, extra or altered entry stops the run with a message
-  saying which, instead of an answer silently wrong.  The routers still come from the workload (an
+* **What an entry says is checked** against the workload's message of that index (every field but the
+  intended time, :func:`~skewbench.bench.broker.received`) and every message of the range must be there: a
+  lost, extra, malformed or altered entry stops the run with a message saying which, instead of an answer
+  silently wrong.  The routers still come from the workload (an
   adaptive scheme's table is fitted on its first 10 %, as on the generated stream), so routing is exactly
   the simulator's.
 """
@@ -27,19 +28,17 @@ import time
 from functools import lru_cache
 
 import numpy as np
-import pyarrow as pa
 
-from skewbench.bench.broker import Broker, BrokerError, passed_key, stream_key
+from skewbench.bench.broker import PATIENCE, Broker, pages, passed, received, stream_key, trim
 from skewbench.bench.spark.source import Messages, Options, SkewbenchDataSource, SkewbenchStreamReader, SourcePartition
 
-PAGE = 10_000  # entries per XRANGE: a page of the biggest payload stays well under a megabyte per 1,000
 POLL = 0.01  # seconds between looks at the producer's marks while a whole batch is awaited
 
 
 @lru_cache(maxsize=4)
 def client_of(broker: Broker):
-    """One connection per process and broker."""
-    return broker.client()
+    """One connection per process and broker, which waits out a broker restart (``PATIENCE``)."""
+    return broker.client(patience=PATIENCE)
 
 
 class BrokerStreamReader(SkewbenchStreamReader):
@@ -47,70 +46,36 @@ class BrokerStreamReader(SkewbenchStreamReader):
         super().__init__(options)
         self.broker, self.topic = broker, topic
 
-    def passed(self) -> int:
+    def produced(self) -> int:
         """Messages the producer has passed on every source's stream."""
-        marks = client_of(self.broker).mget([passed_key(self.topic, j) for j in range(self.o.sources)])
-        return min(int(m or 0) for m in marks)
+        return passed(client_of(self.broker), self.topic, self.o.sources)
 
     def available(self, t0: float, now: float) -> int:
-        return min(self.o.messages, self.passed())
+        return min(self.o.messages, self.produced())
 
     def wait_until_available(self, messages: int, t0: float) -> None:
-        while self.passed() < messages:
+        while self.produced() < messages:
             time.sleep(POLL)
 
     def messages(self, partition: SourcePartition, stream) -> Messages:
-        """Stream ``partition.source``'s entries of messages ``start <= seq < end``, checked."""
+        """Stream ``partition.source``'s entries of messages ``start <= seq < end``, checked (:func:`received`)."""
         from skewbench.sources import source_of_each_message
 
-        o = self.o
-        entries = self.entries(partition)
-        seq = np.fromiter((int(i.split(b"-")[1]) - 1 for i, _ in entries), np.int64, len(entries))
-        src = source_of_each_message(stream, o.sources, o.split, partition.start, partition.end)
-        expected = partition.start + np.flatnonzero(src == partition.source)
-        where = f"stream {stream_key(self.topic, partition.source)}, messages {partition.start}..{partition.end - 1}"
-        if not np.array_equal(seq, expected):
-            missing, extra = np.setdiff1d(expected, seq), np.setdiff1d(seq, expected)
-            raise BrokerError(f"{where}: {len(missing)} message(s) missing (first {missing[:3].tolist()}) and "
-                              f"{len(extra)} unexpected (first {extra[:3].tolist()}); was the stream trimmed or "
-                              f"written by another run? Publish the topic again or pick another")
-        try:
-            fp = np.fromiter((int(f[b"fp"]) for _, f in entries), np.int64, len(entries))
-            key = pa.array([f[b"key"] for _, f in entries], pa.binary()).cast(pa.string())
-            t_intended = np.fromiter((float(f[b"t"]) for _, f in entries), np.float64, len(entries))
-            clock = np.fromiter((float(f[b"clock"]) for _, f in entries), np.float64, len(entries))
-            payload = {c: np.array([f[c.encode()] for _, f in entries], dtype=stream.payload[c].dtype)
-                       for c in o.payload}
-        except (KeyError, ValueError, TypeError, pa.ArrowInvalid) as exc:
-            raise BrokerError(f"{where}: a malformed entry ({type(exc).__name__}: {exc})") from None
-        altered = np.flatnonzero(fp != stream.fps.view(np.int64)[seq])
-        if len(altered):
-            raise BrokerError(f"{where}: {len(altered)} entries carry another key than the workload's message "
-                              f"(first: message {seq[altered[0]]}); was the topic written for another workload?")
+        o, (j, start, end) = self.o, (partition.source, partition.start, partition.end)
+        src = source_of_each_message(stream, o.sources, o.split, start, end)
+        entries = [e for page in pages(client_of(self.broker), self.topic, j, start, end) for e in page]
+        where = f"stream {stream_key(self.topic, j)}, messages {start}..{end - 1}"
+        m = Messages(*received(entries, stream, o.payload, start + np.flatnonzero(src == j), where))
         if o.rate <= 0:  # everything at once: a message arrives when a batch first offers it, as in "skewbench"
-            t_intended = np.full(len(seq), partition.at)
-        return Messages(seq, key, fp, t_intended, clock.astype(stream.clock.dtype), payload)
-
-    def entries(self, partition: SourcePartition) -> list:
-        """The raw entries of the partition's range, page by page."""
-        client, key = client_of(self.broker), stream_key(self.topic, partition.source)
-        low, high, entries = f"0-{partition.start + 1}", f"0-{partition.end}", []
-        while True:
-            page = client.xrange(key, low, high, count=PAGE)
-            entries += page
-            if len(page) < PAGE:
-                return entries
-            low = "(" + page[-1][0].decode()
+            return m._replace(t_intended=np.full(len(m.seq), partition.at))
+        return m
 
     def flush_time(self, partition: SourcePartition) -> float:
         return partition.at  # the producer's schedule is in the entries, not here
 
     def commit(self, end: dict) -> None:
         """Spark has committed every message below ``end``: the broker may forget them."""
-        pipe = client_of(self.broker).pipeline(transaction=False)
-        for j in range(self.o.sources):
-            pipe.xtrim(stream_key(self.topic, j), minid=f"0-{end['offset'] + 1}", approximate=False)
-        pipe.execute()
+        trim(client_of(self.broker), self.topic, self.o.sources, end["offset"])
 
 
 class BrokerDataSource(SkewbenchDataSource):

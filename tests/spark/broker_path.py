@@ -15,7 +15,6 @@ Prints one line per check; exits non-zero on the first that fails.
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,9 +31,10 @@ from skewbench.bench.spark.broker_source import BrokerStreamReader, client_of
 from skewbench.bench.spark.source import Options, SkewbenchStreamReader, stream_of
 from skewbench.sources import source_of_each_message
 
+from redis_server import RedisServer  # beside this script
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD, MESSAGES, S, W, BATCH = "zipf:z=1.2,keys=500", 3000, 3, 4, 700
-PASSWORD = "x" * 48
 RUN = uuid.uuid4().hex[:8]  # this run's topics: t-<RUN>-...
 
 
@@ -52,25 +52,11 @@ def a_broker():
 
 @contextlib.contextmanager
 def redis_server():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    folder = Path(tempfile.mkdtemp())
-    conf = folder / "redis.conf"
-    conf.write_text(f"bind 127.0.0.1\nport {port}\ndir {folder}\nsave \"\"\nappendonly yes\nuser default off\n"
-                    f"user skewbench on >{PASSWORD} ~skewbench:* &* +@all -@dangerous\n")
-    server = subprocess.Popen(["redis-server", str(conf)], stdout=subprocess.DEVNULL)
+    server = RedisServer(Path(tempfile.mkdtemp()))
     try:
-        broker = Broker("127.0.0.1", port, "skewbench", PASSWORD)
-        for _ in range(200):
-            with contextlib.suppress(BrokerError):
-                broker.client()
-                break
-            time.sleep(0.05)
-        yield broker
+        yield server.broker
     finally:
-        server.terminate()
-        server.wait(10)
+        server.kill()
 
 
 def options(app, scheme, split, **extra):
