@@ -1,7 +1,8 @@
 # Spark cluster targets. The top-level Makefile includes this file; it also runs alone:
 #   make -f infra/cluster.mk cluster-up WORKERS=3
 # CLOUD=local (default): 1 master + WORKERS workers on this machine, one network namespace each
-#   (MEMORY per worker for executors, EXECUTOR_MEMORY = spark.executor.memory, BROKER=1: also a Redis broker node),
+#   (MEMORY per worker for executors, EXECUTOR_MEMORY = spark.executor.memory, BROKER=1: also a Redis broker node,
+#   ENCRYPT=1: Spark's RPC and block transfers encrypted),
 #   (CLUSTER_MODE=auto|netns|loopback, CLUSTER_NET=10.77.0, CLUSTER_PREFIX=sb, NETEM="delay 1ms rate 1gbit").
 # CLOUD=aws: Terraform VMs in infra/aws (needs terraform, AWS credentials, infra/aws/terraform.tfvars).
 WORKERS        ?= 2
@@ -10,6 +11,7 @@ MEMORY         ?= 1g
 EXECUTOR_MEMORY ?= 512m
 NETEM          ?=
 BROKER         ?=
+ENCRYPT        ?=
 CLOUD          ?= local
 CLUSTER_DIR    ?= .cluster
 CLUSTER_NET    ?= 10.77.0
@@ -49,7 +51,7 @@ $(LINT_STAMP): infra/requirements-lint.txt
 ifeq ($(CLOUD),local)
 cluster-up: infra-setup  ## start (or repair) the cluster; a no-op when it is healthy
 	$(CLUSTER) up --workers $(WORKERS) --cores $(CORES) --memory $(MEMORY) --executor-memory $(EXECUTOR_MEMORY) --net $(CLUSTER_NET) --prefix $(CLUSTER_PREFIX) \
-	    --mode $(CLUSTER_MODE) --timeout $(CLUSTER_TIMEOUT) $(if $(NETEM),--netem "$(NETEM)") $(if $(BROKER),--broker)
+	    --mode $(CLUSTER_MODE) --timeout $(CLUSTER_TIMEOUT) $(if $(NETEM),--netem "$(NETEM)") $(if $(BROKER),--broker) $(if $(ENCRYPT),--encrypt)
 
 cluster-status: infra-setup  ## master URL, workers with cores/memory/state, UI URLs
 	$(CLUSTER) status

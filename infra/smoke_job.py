@@ -7,7 +7,7 @@ Run it on the load generator with the driver configuration Ansible wrote (master
 It prints one JSON object: the application id, and per executor address the tasks Spark's REST API
 says it completed; ``task_nodes`` are the addresses the tasks themselves saw (their route to the
 master) and ``task_local_ips`` the node addresses Spark gave them, so both the scheduler's and the
-tasks' view are checked.
+tasks' view are checked; ``rpc_encrypted``: whether the job's RPC and block transfers were encrypted.
 """
 import argparse
 import json
@@ -48,7 +48,8 @@ def main():
                 done[host] = done.get(host, 0) + e["completedTasks"]
         print(json.dumps({"app": sc.applicationId, "executor_tasks": done,
                           "task_nodes": sorted({route for route, _ in nodes}),
-                          "task_local_ips": sorted({local for _, local in nodes})}))
+                          "task_local_ips": sorted({local for _, local in nodes}),
+                          "rpc_encrypted": sc.getConf().get("spark.network.crypto.enabled", "false") == "true"}))
     finally:
         spark.stop()
 

@@ -560,7 +560,7 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
                                    for w in status.get("workers", [])]},
                     "machine_cores": machine_cores(status), "delay_mode": delay_mode,
                     "shuffle_partitions": tasks, "closing_groups": closers, "batch_rows": batch_rows(config),
-                    "spark_version": spark.version, "engine_settings": levers}
+                    "spark_version": spark.version, "engine_settings": levers, "security": security(spark)}
             write_metadata(folder / "run", meta)
             interrupts.check()  # the last moment a Ctrl-C leaves the run incomplete
             marker.unlink()
@@ -573,6 +573,13 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
             ingest.stop()
         if own:
             spark.stop()
+
+
+def security(spark) -> dict:
+    """Whether the cluster authenticates and encrypts its RPC (the cluster's spark-defaults.conf; no secret)."""
+    conf = spark.sparkContext.getConf()
+    return {"authentication": conf.get("spark.authenticate", "false") == "true",
+            "network_encryption": conf.get("spark.network.crypto.enabled", "false") == "true"}
 
 
 def main(argv: list[str]) -> int:

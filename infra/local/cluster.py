@@ -8,7 +8,7 @@ same Ansible plays as cloud VMs (``ansible/site.yml``); this script plays Terraf
 the "machines" and writes the inventory. Drivers run on the host (the load generator node) with
 ``SPARK_CONF_DIR=<dir>/loadgen/conf``, which holds the master URL and the shared secret.
 
-    cluster.py up [--workers N] [--cores C] [--broker] [--netem "delay 1ms rate 1gbit"]   # idempotent
+    cluster.py up [--workers N] [--cores C] [--broker] [--encrypt] [--netem "delay 1ms rate 1gbit"]   # idempotent
     cluster.py status                                                          # exit 3 unless healthy
     cluster.py down                                                            # stops only what up started
 
@@ -283,6 +283,7 @@ def write_inventory(state, args):
             "spark_worker_memory": args.memory,
             "spark_executor_memory": args.executor_memory,
             "spark_daemon_memory": "256m",
+            "spark_network_encryption": bool(state.get("encrypt")),
         },
         "children": {"masters": hosts(["master"]), "workers": hosts(workers), "loadgens": hosts(["loadgen"]),
                      "brokers": hosts([n for n in state["nodes"] if n == "broker"])},
@@ -406,15 +407,17 @@ def up(args):
                            f"got {args.prefix!r}")
     mode = previous["mode"] if previous and args.mode == "auto" else choose_mode(args.mode, args.prefix)
     args.broker = args.broker or bool(previous and previous.get("broker"))  # a broker up stays: nothing needs it gone
+    args.encrypt = args.encrypt or bool(previous and previous.get("encrypt"))  # and so does encryption
     shape = {"mode": mode, "net": args.net, "prefix": args.prefix, "workers": args.workers, "cores": args.cores,
              "memory": args.memory, "executor_memory": args.executor_memory, "netem": args.netem,
-             "broker": args.broker}
+             "broker": args.broker, "encrypt": args.encrypt}
     state = {"dir": directory, **shape, "ansible": ansible_digest(),
              "nodes": layout(mode, args.net, args.prefix, args.workers, args.broker)}
-    if previous and {k: {"broker": False, **previous}.get(k) for k in shape} != shape:
+    if previous and {k: {"broker": False, "encrypt": False, **previous}.get(k) for k in shape} != shape:
         raise ClusterError(f"a cluster with another shape is up in {directory} "
                            f"({previous['workers']} workers, {previous['cores']} cores each, mode {previous['mode']}, "
-                           f"{'a' if previous.get('broker') else 'no'} broker): run `make cluster-down` first")
+                           f"{'a' if previous.get('broker') else 'no'} broker, "
+                           f"{'encrypted' if previous.get('encrypt') else 'plain'} RPC): run `make cluster-down` first")
     if previous and healthy(state):
         if previous.get("ansible") == state["ansible"]:
             print(f"cluster: already up ({args.workers} workers ALIVE); nothing to do")
@@ -514,6 +517,8 @@ def main(argv=None):
     p_up.add_argument("--executor-memory", default="512m", help="spark.executor.memory")
     p_up.add_argument("--broker", action="store_true",
                       help="also a broker node: Redis Streams between the load generator and Spark's sources")
+    p_up.add_argument("--encrypt", action="store_true",
+                      help="encrypt Spark's RPC and block transfers (spark.network.crypto.enabled)")
     p_up.add_argument("--netem", default="", help='tc netem options for every node link, e.g. "delay 1ms rate 1gbit"')
     p_up.add_argument("--mode", choices=("auto", "netns", "loopback"), default="auto",
                       help="netns needs root; auto falls back to loopback addresses")

@@ -103,13 +103,17 @@ def test_a_cluster_of_another_shape_must_be_taken_down_first(cluster, tmp_path, 
     assert "a cluster with another shape is up" in capsys.readouterr().err
     # The same cluster with a broker is another shape too; the message says which it has.
     assert cluster.main(["--dir", str(tmp_path), "up", "--workers", "3", "--mode", "loopback", "--broker"]) == 2
-    assert "no broker): run `make cluster-down` first" in capsys.readouterr().err
+    assert "no broker, plain RPC): run `make cluster-down` first" in capsys.readouterr().err
+    # So is it encrypted.
+    assert cluster.main(["--dir", str(tmp_path), "up", "--workers", "3", "--mode", "loopback", "--encrypt"]) == 2
+    assert "a cluster with another shape is up" in capsys.readouterr().err
 
 
 def test_a_cluster_with_a_broker_keeps_it_when_asked_for_none(cluster, tmp_path, capsys, monkeypatch):
-    """`make bench` after `make bench INGEST=locust`: the broker stays, the cluster is the same shape."""
+    """`make bench` after `make bench INGEST=locust`: the broker stays, the cluster is the same shape; and so
+    does encryption (`make cluster-up ENCRYPT=1`, then `make bench`)."""
     state = {"dir": str(tmp_path), "mode": "loopback", "net": "10.77.0", "prefix": "sb", "workers": 3, "cores": 2,
-             "memory": "1g", "executor_memory": "512m", "netem": "", "broker": True,
+             "memory": "1g", "executor_memory": "512m", "netem": "", "broker": True, "encrypt": True,
              "ansible": cluster.ansible_digest(),
              "nodes": cluster.layout("loopback", "10.77.0", "sb", 3, broker=True)}
     (tmp_path / "state.json").write_text(json.dumps(state))

@@ -1,11 +1,12 @@
 """End to end on this machine, through the real make targets and Ansible plays.
 
-Network namespaces (when this machine can make them): make cluster-up BROKER=1 → a PySpark job from the
-load generator runs tasks on every worker node → a second cluster-up and an Ansible re-run change nothing →
+Network namespaces (when this machine can make them): make cluster-up ENCRYPT=1 BROKER=1 → a PySpark job
+from the load generator runs tasks on every worker node, over encrypted RPC → a second cluster-up (which
+keeps broker and encryption unasked) and an Ansible re-run change nothing →
 the broker lets only its user in, on its node's address, and keeps what it acknowledged through a kill →
 a killed worker is marked dead and restored → logs and metrics are collected → cluster-down leaves no
-process, namespace or link behind. Loopback fallback (always): up → the job runs on both workers →
-down leaves no process behind.
+process, namespace or link behind. Loopback fallback (always): up → the job runs on both workers, RPC
+plain (the local default) → down leaves no process behind.
 
 Each test uses its own folder, subnet and name prefix so it never touches a developer's cluster, and
 tears everything down even when a step fails. The first cluster-up builds .venv-cluster (PySpark and
@@ -146,7 +147,7 @@ def test_namespace_cluster_lifecycle(cluster_dir):
     if why:
         pytest.skip(f"network namespaces are not available here ({why}); the loopback test covers the fallback")
     cluster = cluster_dir
-    up, state, workers = cluster_up(cluster, "netns", BROKER=1)
+    up, state, workers = cluster_up(cluster, "netns", ENCRYPT=1, BROKER=1)
     assert len(set(workers.values())) == WORKERS
 
     again = make("cluster-up", cluster, CLUSTER_MODE="netns", BROKER=1)
@@ -171,6 +172,7 @@ def test_namespace_cluster_lifecycle(cluster_dir):
     assert set(result["executor_tasks"]) == set(workers.values()), result
     assert all(n > 0 for n in result["executor_tasks"].values()), result
     assert set(result["task_nodes"]) == set(workers.values()), result
+    assert result["rpc_encrypted"], result  # and its driver and executors spoke AES (ENCRYPT=1)
 
     status = make("cluster-status", cluster)
     assert status.returncode == 0, status.stdout + status.stderr
@@ -231,10 +233,11 @@ def check_broker(cluster, state):
     assert (cluster / "loadgen/conf/broker.json").stat().st_mode & 0o077 == 0
     client = broker.client()
     key = f"{KEY_PREFIX}test:0"
-    pipe = client.pipeline(transaction=False)
-    for seq in range(5000):
-        pipe.xadd(key, {"seq": seq})
-    pipe.execute()
+    for first in range(0, 5000, 1000):  # in transactions, as producers send (the AOF replays them after a kill)
+        pipe = client.pipeline(transaction=True)
+        for seq in range(first, first + 1000):
+            pipe.xadd(key, {"seq": seq})
+        pipe.execute()
     assert client.xlen(key) == 5000
     for refused in ({"username": broker.user, "password": "wrong"}, {"username": "default", "password": ""}, {}):
         with pytest.raises(redis.AuthenticationError):
@@ -267,6 +270,7 @@ def test_loopback_fallback_lifecycle(cluster_dir):
     assert set(result["executor_tasks"]) == set(workers.values()), result
     assert all(n > 0 for n in result["executor_tasks"].values()), result
     assert set(result["task_local_ips"]) == set(workers.values()), result
+    assert not result["rpc_encrypted"], result  # the local default
     again = make("cluster-up", cluster, CLUSTER_MODE="loopback")
     assert again.returncode == 0 and "already up" in again.stdout, again.stdout + again.stderr
     cluster_down(cluster)

@@ -186,7 +186,7 @@ def test_ansible_lint_is_clean():
 
 def local_inventory(directory):
     cluster = load_module(ROOT / "infra" / "local" / "cluster.py", "skewbench_local_cluster")
-    state = {"dir": str(directory), "mode": "netns",
+    state = {"dir": str(directory), "mode": "netns", "encrypt": False,
              "nodes": cluster.layout("netns", "10.77.5", "sbr", 3, broker=True)}
     args = type("Args", (), {"cores": 4, "memory": "2g", "executor_memory": "1g"})
     return cluster.write_inventory(state, args)
@@ -220,6 +220,8 @@ def test_every_template_renders(tmp_path, make_inventory):
             assert f"spark://{master_ip}:7077" in defaults
             assert re.search(rf"spark\.authenticate\.secret\s+{secret}\n", defaults)
             assert re.search(r"spark\.authenticate\s+true\n", defaults)
+            encrypted = make_inventory is cloud_inventory  # VMs always; a local cluster when asked (ENCRYPT=1)
+            assert re.search(rf"spark\.network\.crypto\.enabled\s+{str(encrypted).lower()}\n", defaults)
             assert "Restart=on-failure" in (node / "unit.service").read_text()
             launcher = (node / "launcher.sh").read_text()
             assert (f"ip netns exec {host['netns']}" in launcher) == bool(host["netns"])

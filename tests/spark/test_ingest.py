@@ -4,6 +4,7 @@ counts as the generated source's run of the same stream (bench/spark/ingest.py).
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +33,10 @@ def test_locust_through_the_broker_gives_the_generated_sources_answer_and_counts
                           env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     summaries = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    cluster = spark_cluster.parent.parent
+    assert not holding_a_secret(cluster, tmp_path, done.stdout + done.stderr)
+    meta = json.loads((tmp_path / "run1" / "run.meta.json").read_text())
+    assert meta["config"]["security"] == {"authentication": True, "network_encryption": False}
     for i in range(0, len(cases), 2):
         engine, locust = summaries[i], summaries[i + 1]
         label = f"{locust['app']} {locust['scheme']}"
@@ -48,6 +53,18 @@ def test_locust_through_the_broker_gives_the_generated_sources_answer_and_counts
               f"{locust['throughput_msgs_per_s']:,.0f} msgs/s (offered {RATE:,}/s, achieved "
               f"{ingest['achieved_rate']:,.0f}/s, lateness p99 {ingest['lag_p99'] * 1000:.1f} ms); latency p99 "
               f"{engine['latency_seconds']['p99']:.2f} / {locust['latency_seconds']['p99']:.2f} s")
+
+
+def holding_a_secret(cluster: Path, runs: Path, output: str) -> list[str]:
+    """What holds one of the cluster's secrets (Spark's and the broker's): the runs' files, the driver's
+    output, the Ansible log and every node's logs and work folders — all but the configuration files and the
+    secret files themselves, where they belong."""
+    secrets = [(cluster / name).read_text().strip() for name in ("spark.secret", "broker.secret")]
+    assert all(len(s) == 48 for s in secrets)
+    files = [f for f in [*runs.rglob("*"), *cluster.rglob("*")] if f.is_file() and "conf" not in f.parent.parts
+             and f.suffix != ".secret"]
+    return [str(f) for f in files if any(s.encode() in f.read_bytes() for s in secrets)] + [
+        "the driver's output" for s in secrets if s in output]
 
 
 @pytest.mark.parametrize("options, message", [
