@@ -52,9 +52,12 @@ study-tw: setup  ## the long simulations: TW at its 1.2G messages (hours; prints
 speed: setup  ## routing rate of every scheme vs key grouping (10M messages, S=5, W=100)
 	$(VENV)/bin/skewbench speed
 
+# The named study files that send a stream through the broker (ingest: locust) need the cluster's broker node.
+BROKER_STUDIES = $(shell grep -lE '^ *ingest:.*locust' $(STUDIES:%=bench/studies/%.yaml) 2>/dev/null)
+
 bench: setup  ## the study files $(STUDIES) on a local Spark cluster into $(OUT) (QUICK=1: a smoke run; FULL=1: the full sweep; RESUME=1 OUT=DIR: finish DIR; INGEST=locust: every stream through the broker)
 	$(MAKE) cluster-up WORKERS=$(BENCH_WORKERS) CORES=$(BENCH_CORES) MEMORY=$(BENCH_MEMORY) \
-	    EXECUTOR_MEMORY=$(BENCH_EXECUTOR_MEMORY) $(if $(filter locust,$(INGEST))$(filter ingest,$(STUDIES)),BROKER=1)
+	    EXECUTOR_MEMORY=$(BENCH_EXECUTOR_MEMORY) $(if $(filter locust,$(INGEST))$(BROKER_STUDIES),BROKER=1)
 	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf $(VENV)/bin/skewbench bench $(STUDIES:%=bench/studies/%.yaml) \
 	    --out $(OUT) $(if $(QUICK),--quick) $(if $(FULL),--full) $(if $(RESUME),--resume) $(if $(INGEST),--ingest $(INGEST))
 

@@ -190,17 +190,27 @@ def publish(client, topic: str, stream, payload: tuple[str, ...], seqs: np.ndarr
     return len(seqs) - len(refused)
 
 
-def delivery(client, topic: str) -> dict:
-    """What the broker received of ``topic``, by its own clock (:func:`log_key`): ``messages``, ``seconds``
-    from the first delivery to the last, the ``achieved_rate`` over them, and ``lag_p50``/``lag_p99``/``lag_max``:
-    how late the deliveries' last messages reached the broker after their intended times (seconds).  Messages
-    sent twice (a retry after a lost reply) count once."""
+def deliveries(client, topic: str):
+    """The topic's delivery log (:func:`log_key`) as a table: ``at`` (the broker's time of a delivery, epoch
+    seconds), ``messages`` it added (negative: sent again after a lost reply, taken back) and ``t`` (the
+    intended time of its last message)."""
+    import pandas as pd
+
     log = client.xrange(log_key(topic))
-    if not log:
+    return pd.DataFrame({"at": np.array([int(i.split(b"-")[0]) / 1000 for i, _ in log], np.float64),
+                         "messages": np.array([int(f[b"messages"]) for _, f in log], np.int64),
+                         "t": np.array([float(f[b"t"]) for _, f in log], np.float64)})
+
+
+def delivery(log) -> dict:
+    """What the broker received, from its delivery log (:func:`deliveries`): ``messages``, ``seconds`` from the
+    first delivery to the last, the ``achieved_rate`` over them, and ``lag_p50``/``lag_p99``/``lag_max``: how
+    late the deliveries' last messages reached the broker after their intended times (seconds).  Messages
+    sent twice (a retry after a lost reply) count once."""
+    if not len(log):
         return {"messages": 0, "seconds": 0.0, "achieved_rate": 0.0, "lag_p50": 0.0, "lag_p99": 0.0, "lag_max": 0.0}
-    at = np.array([int(i.split(b"-")[0]) / 1000 for i, _ in log])
-    count = np.array([int(f[b"messages"]) for _, f in log])
-    lag = (at - np.array([float(f[b"t"]) for _, f in log]))[count > 0]
+    at, count = log["at"].to_numpy(), log["messages"].to_numpy()
+    lag = (at - log["t"].to_numpy())[count > 0]
     seconds = float(at[-1] - at[0])
     return {"messages": int(count.sum()), "seconds": seconds,
             "achieved_rate": float(count[1:].sum() / seconds) if seconds > 0 else float("inf"),

@@ -53,6 +53,7 @@ from skewbench.bench.prediction import EngineModel, cached_work, predict
 from skewbench.bench.progress import Progress
 from skewbench.bench.provenance import FORMAT_VERSION
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, canonical, uses
+from skewbench.bench.spark.ingest import DELIVERIES
 from skewbench.bench.studyfile import DEFAULTS, LATER_FACTORS, Point, Study, load_all
 from skewbench.simulator.metrics import stddev_pct
 
@@ -279,9 +280,20 @@ def _search(out: Path, studies: list[Study], profile: str, base: Point,
         point = replace(base, rate=rate, messages=max(1000, int(rate * seconds)))
         if not _complete(out, point):
             return tried, point
-        batches = pd.read_parquet(out / "runs" / point.name / "batches.parquet")
-        tried.append((point, *sustainable.verdict(batches, point.rate, point.messages)))
+        tried.append((point, *run_verdict(out / "runs" / point.name, point.rate, point.messages)))
     return tried, None
+
+
+def run_verdict(folder: Path, rate: float, messages: int) -> tuple[bool, float]:
+    """A search run's verdict (sustainable, backlog slope): through the broker, by the consumer's lag behind
+    what the broker received — and never sustainable when the generator missed the offered rate."""
+    batches = pd.read_parquet(folder / "batches.parquet")
+    received = folder / "locust" / DELIVERIES
+    if not received.exists():
+        return sustainable.verdict(batches, rate, messages)
+    ok, slope = sustainable.verdict(batches, rate, messages, pd.read_parquet(received))
+    valid = json.loads((folder / "summary.json").read_text())["ingest"]["valid"]
+    return ok and valid, slope
 
 
 def _model(out: Path, studies: list[Study], profile: str) -> EngineModel | None:

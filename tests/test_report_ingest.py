@@ -31,3 +31,21 @@ def test_no_section_without_runs_through_the_broker_and_no_table_without_twins(t
     assert ingest_spark(tmp_path) == []
     pd.DataFrame([rows("locust", 0, 100)]).to_csv(tmp_path / "results.csv", index=False)
     assert "has a generated twin" in "\n".join(ingest_spark(tmp_path))
+
+
+def test_sustainable_searches_through_the_broker_stand_beside_the_in_engine_ones(tmp_path):
+    from skewbench.analysis.sections.bench import sustainable_spark
+
+    point = {"study": "sustainable-broker", "app": "wordcount", "scheme": "pkg", "workers": 9, "sources": 1,
+             "delay_ms": 0.4}
+    table = []
+    for ingest, peak, good in [("engine", 20_000, 15_000), ("locust", 19_000, 12_000)]:
+        table.append(point | {"run": f"peak-{ingest}", "ingest": ingest, "throughput": peak, "search_of": None})
+        table += [point | {"run": f"{ingest}-{rate}", "ingest": ingest, "rate": rate, "sustainable": rate <= good,
+                           "throughput": min(rate, good), "search_of": f"peak-{ingest}"}
+                  for rate in (good, good * 1.3)]
+    pd.DataFrame(table).to_csv(tmp_path / "results.csv", index=False)
+    text = "\n".join(sustainable_spark(tmp_path))
+    assert "consumer's lag behind what the broker received" in text and (tmp_path / "sustainable.png").exists()
+    assert "| sustainable-broker | wordcount | pkg | engine | 9 | 1 | 0.4 | 20,000 | 15,000 |" in text
+    assert "| sustainable-broker | wordcount | pkg | locust | 9 | 1 | 0.4 | 19,000 | 12,000 |" in text

@@ -197,7 +197,7 @@ def fang_spark(folder: Path) -> list[str]:
 
 
 def sustainable_spark(folder: Path) -> list[str]:
-    """Sustainable throughput (Karimov et al.) beside the peak, for every searched point."""
+    """Sustainable throughput (Karimov et al.) beside the peak, for every searched point (and ingest path)."""
     path = folder / "results.csv"
     data = pd.read_csv(path) if path.exists() else None
     if data is None or "search_of" not in data or data["search_of"].isna().all():
@@ -208,19 +208,24 @@ def sustainable_spark(folder: Path) -> list[str]:
     for base, tried in runs.groupby("search_of", sort=False):
         peak = peaks.loc[base]
         good = tried.loc[tried["sustainable"].astype(bool), "rate"]
-        rows.append([peak["study"], peak["app"], peak["scheme"], peak["workers"], peak["sources"], peak["delay_ms"],
-                     peak["throughput"], good.max() if len(good) else 0.0, len(tried),
-                     ", ".join(f"{r:,.0f}{'✓' if ok else '✗'}" for r, ok in zip(tried["rate"], tried["sustainable"]))])
-    table = pd.DataFrame(rows, columns=["study", "app", "scheme", "W", "S", "delay_ms", "peak msgs/s",
+        rows.append([peak["study"], peak["app"], peak["scheme"], peak.get("ingest", "engine"), peak["workers"],
+                     peak["sources"], peak["delay_ms"], peak["throughput"], good.max() if len(good) else 0.0,
+                     len(tried), ", ".join(f"{r:,.0f}{'✓' if ok else '✗'}"
+                                           for r, ok in zip(tried["rate"], tried["sustainable"]))])
+    table = pd.DataFrame(rows, columns=["study", "app", "scheme", "ingest", "W", "S", "delay_ms", "peak msgs/s",
                                         "sustainable msgs/s", "runs", "offered (✓ sustainable)"])
     table["sustainable / peak"] = table["sustainable msgs/s"] / table["peak msgs/s"]
-    bars = table.melt(id_vars="scheme", value_vars=["peak msgs/s", "sustainable msgs/s"], var_name="throughput",
-                      value_name="messages/s")
-    grid = sns.catplot(data=bars, x="scheme", y="messages/s", hue="throughput", kind="bar", height=3, aspect=1.5)
+    paths = table["ingest"].nunique() > 1
+    bars = table.melt(id_vars=["scheme", "ingest"], value_vars=["peak msgs/s", "sustainable msgs/s"],
+                      var_name="throughput", value_name="messages/s")
+    grid = sns.catplot(data=bars, x="scheme", y="messages/s", hue="throughput", kind="bar", height=3, aspect=1.5,
+                       **({"col": "ingest"} if paths else {}))
     return ["## Sustainable throughput (Karimov et al. 2018) beside the peak", "",
             "Peak: the point run as fast as it goes. Sustainable: the highest offered rate (open loop) whose "
             "backlog grew by less than 1 % of the rate after the warm-up batch, found by a search that starts at "
-            "the simulator's predicted capacity, steps by 1.3× until bracketed and bisects to 5 %.", "",
+            "the simulator's predicted capacity, steps by 1.3× until bracketed and bisects to 5 %."
+            + (" Through the broker (ingest locust) the backlog is the consumer's lag behind what the broker "
+               "received, and a run whose broker missed the offered rate is not sustainable." if paths else ""), "",
             figure(folder, "sustainable", grid), "", markdown(table.round(3)), ""]
 
 

@@ -8,7 +8,8 @@ source does. When the run ends, the broker's delivery log says what was offered:
 has the offered and achieved rate (by the broker's clock), the generator's lateness, and ``valid`` — false
 when a message is missing or the achieved rate missed the offered one by more than :data:`TOLERANCE`, so that
 such a run is never reported as if it had run at the offered rate. locust's own log and statistics (CSV) stay
-in the run's ``locust/`` folder; the topic's keys are deleted from the broker.
+in the run's ``locust/`` folder with the broker's delivery log (``deliveries.parquet``: what a sustainable
+search measures the consumer's lag against); the topic's keys are deleted from the broker.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import sys
 import uuid
 from pathlib import Path
 
-from skewbench.bench.broker import Broker, delivery, forget
+from skewbench.bench.broker import Broker, deliveries, delivery, forget
 
 TOLERANCE = 0.02  # achieved rate within 2 % of the offered one, or the run is not valid
+DELIVERIES = "deliveries.parquet"  # in the run's locust/ folder: the broker's delivery log of the run
 PATHS = ("engine", "locust")  # where a run's messages come from: generated in Spark's source, or sent by locust
 
 
@@ -69,7 +71,9 @@ class Ingest:
         if code:
             raise RuntimeError(self.failed())
         client = self.broker.client()
-        got = delivery(client, self.topic)
+        log = deliveries(client, self.topic)
+        log.to_parquet(self.folder / DELIVERIES, index=False)
+        got = delivery(log)
         offered = float(self.config.rate)
         on_time = offered == 0 or abs(got["achieved_rate"] / offered - 1) <= TOLERANCE
         valid = got["messages"] == self.config.messages and on_time

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from skewbench.bench.broker import Broker, BrokerError, delivery, forget, publish, stream_key
+from skewbench.bench.broker import Broker, BrokerError, deliveries, delivery, forget, publish, stream_key
 from skewbench.bench.spark.broker_source import BrokerStreamReader, client_of
 from skewbench.bench.spark.source import Options, SkewbenchStreamReader, stream_of
 from skewbench.sources import source_of_each_message
@@ -156,7 +156,7 @@ def main():
         topic, rate = f"{RUN}-locust", 1500
         check("locust sends the stream (two processes, one user per source)",
               locust_sends(broker, topic, "naivebayes", "key", rate) == 0)
-        got = delivery(client, topic)
+        got = delivery(deliveries(client, topic))
         print(f"  delivered {got['messages']} messages in {got['seconds']:.2f} s: {got['achieved_rate']:.0f}/s "
               f"offered {rate}/s, lateness p50 {got['lag_p50'] * 1000:.1f} ms p99 {got['lag_p99'] * 1000:.1f} ms")
         check("the broker got every message at the offered rate (within 2 %, by its clock)",

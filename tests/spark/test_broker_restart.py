@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from skewbench.bench.apps.base import make_app
-from skewbench.bench.broker import BrokerError, delivery, pages, passed, publish, received
+from skewbench.bench.broker import BrokerError, deliveries, delivery, pages, passed, publish, received
 from skewbench.sources import source_of_each_message
 from skewbench.workloads import parse
 
@@ -65,9 +65,9 @@ def test_a_broker_restart_mid_stream_loses_nothing_and_counts_nothing_twice(serv
         entries = [e for page in pages(reader, topic, j, 0, MESSAGES) for e in page]
         seq = received(entries, stream, app.payload_columns, np.flatnonzero(source == j), f"stream {j}")[0]
         assert np.array_equal(seq, np.flatnonzero(source == j))  # every message once, none lost
-    assert delivery(reader, topic)["messages"] == MESSAGES
+    assert delivery(deliveries(reader, topic))["messages"] == MESSAGES
     publish(reader, topic, stream, app.payload_columns, np.arange(CHUNK), source[:CHUNK], np.zeros(CHUNK), {})
-    assert delivery(reader, topic)["messages"] == MESSAGES  # a chunk sent again counts once
+    assert delivery(deliveries(reader, topic))["messages"] == MESSAGES  # a chunk sent again counts once
 
     impatient = server.broker.client()  # patience 0: what a driver checks the broker with
     server.kill()
