@@ -57,6 +57,7 @@ def stage_summary(stages: pd.DataFrame) -> dict:
 def resource_samples(cluster_dir: Path, start: float, end: float) -> pd.DataFrame:
     """The agent's rows with ``start <= time <= end`` from every ``NODE/metrics/resources.csv``."""
     parts = [_rows_since(f, start) for f in sorted(Path(cluster_dir).glob("*/metrics/resources.csv"))]
+    parts = [p for p in parts if len(p)]  # a node without samples in the window (pandas warns on empty parts)
     samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESOURCE_COLUMNS)
     return samples[(samples["time"] >= start) & (samples["time"] <= end)].reset_index(drop=True)
 
