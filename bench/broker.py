@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,27 +77,32 @@ class Broker:
         """A connected client (redis-py), checked with a PING.  ``patience``: seconds it keeps retrying, with
         backoff, a broker that stops answering — a restart (AOF loaded again) — before it gives up; 0 fails fast."""
         import redis
-        from redis.backoff import ExponentialBackoff
+        from redis.backoff import ExponentialBackoff, NoBackoff
         from redis.retry import Retry
 
-        retry = Retry(ExponentialBackoff(cap=RETRY_CAP, base=0.05), int(patience / RETRY_CAP) + 5 if patience else 0)
         client = redis.Redis(host=self.host, port=self.port, username=self.user, password=self.password,
-                             socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry)
-        try:
-            client.ping()
-        except redis.AuthenticationError:
-            raise BrokerError(f"the broker at {self.host}:{self.port} refuses user {self.user!r}: its password "
-                              f"changed since broker.json was written; run `make cluster-up BROKER=1`") from None
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise unanswered(client, exc) from None
+                             socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
+        with answering(client):
+            client.ping()  # at once: a wrong password or a broker that is not there are no restart to wait out
+        if patience:
+            client.set_retry(Retry(ExponentialBackoff(cap=RETRY_CAP, base=0.05), int(patience / RETRY_CAP) + 5))
         return client
 
 
-def unanswered(client, exc: Exception) -> BrokerError:
-    """The error of a broker that does not answer ``client`` (after its patience)."""
+@contextmanager
+def answering(client):
+    """A broker that stops answering ``client`` (after the client's patience) is one clear BrokerError."""
+    import redis
+
     where = client.connection_pool.connection_kwargs
-    return BrokerError(f"the broker at {where['host']}:{where['port']} is unreachable ({exc}); `make cluster-up "
-                       f"BROKER=1` starts it (it keeps every message it acknowledged)")
+    try:
+        yield
+    except redis.AuthenticationError:
+        raise BrokerError(f"the broker at {where['host']}:{where['port']} refuses user {where['username']!r}: its "
+                          f"password changed since broker.json was written; run `make cluster-up BROKER=1`") from None
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise BrokerError(f"the broker at {where['host']}:{where['port']} is unreachable ({exc}); `make cluster-up "
+                          f"BROKER=1` starts it (it keeps every message it acknowledged)") from None
 
 
 def stream_key(topic: str, source: int) -> str:
@@ -111,12 +117,8 @@ def passed_key(topic: str, source: int) -> str:
 
 def passed(client, topic: str, sources: int) -> int:
     """Messages the producer has passed on every one of the ``sources`` streams (the least mark)."""
-    import redis
-
-    try:
+    with answering(client):
         marks = client.mget([passed_key(topic, j) for j in range(sources)])
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise unanswered(client, exc) from None
     try:
         return min(int(m or 0) for m in marks)
     except ValueError:
@@ -162,8 +164,6 @@ def publish(client, topic: str, stream, payload: tuple[str, ...], seqs: np.ndarr
     ({source: every message of it below this index is sent}) and log the delivery (:func:`log_key`: how
     many, the last one's intended time), in one transaction.  A message the broker already holds (a retry)
     is skipped; returns how many were new."""
-    import redis
-
     from skewbench.bench.apps.base import key_labels
 
     labels = key_labels(stream, stream.ids[seqs])
@@ -178,15 +178,13 @@ def publish(client, topic: str, stream, payload: tuple[str, ...], seqs: np.ndarr
         pipe.set(passed_key(topic, j), int(mark))
     if len(seqs):
         pipe.xadd(log_key(topic), {"messages": len(seqs), "t": repr(float(t_intended[-1]))})
-    try:
+    with answering(client):
         replies = pipe.execute(raise_on_error=False)
         refused = [r for r in replies if isinstance(r, Exception)]
         if any("equal or smaller" not in str(r) for r in refused):
             raise BrokerError(f"the broker refused messages {seqs[0]}..{seqs[-1]} of topic {topic!r}: {refused[0]}")
         if refused:  # sent before (a retry after a lost reply): the log takes them back
             client.xadd(log_key(topic), {"messages": -len(refused), "t": repr(float(t_intended[-1]))})
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise unanswered(client, exc) from None
     return len(seqs) - len(refused)
 
 
@@ -220,15 +218,11 @@ def delivery(log) -> dict:
 
 def trim(client, topic: str, sources: int, below: int) -> None:
     """Forget every source's messages below index ``below`` (Spark has committed them)."""
-    import redis
-
     pipe = client.pipeline(transaction=False)
     for j in range(sources):
         pipe.xtrim(stream_key(topic, j), minid=entry_id(below), approximate=False)
-    try:
+    with answering(client):
         pipe.execute()
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise unanswered(client, exc) from None
 
 
 def pages(client, topic: str, source: int, start: int, end: int, size: int = PAGE):
@@ -238,9 +232,8 @@ def pages(client, topic: str, source: int, start: int, end: int, size: int = PAG
     key, low, high = stream_key(topic, source), entry_id(start), entry_id(end - 1)
     while end > start:
         try:
-            page = client.xrange(key, low, high, count=size)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise unanswered(client, exc) from None
+            with answering(client):
+                page = client.xrange(key, low, high, count=size)
         except redis.ResponseError as exc:
             raise BrokerError(f"stream {key}: the broker cannot read it as a stream ({exc}); was it written by "
                               f"something else than skewbench? Publish the topic again or pick another") from None

@@ -1,10 +1,12 @@
 """A Redis server of a test's own, on a free loopback port, with the broker's access rules and append-only file
 (ansible/roles/broker/templates/redis.conf.j2); the test may kill it and start it again on the same files."""
+import contextlib
 import socket
 import subprocess
+import time
 from pathlib import Path
 
-from skewbench.bench.broker import Broker
+from skewbench.bench.broker import Broker, BrokerError
 
 PASSWORD = "x" * 48
 RULES = "~skewbench:* &* +@all -@dangerous"
@@ -24,7 +26,12 @@ class RedisServer:
 
     def start(self) -> None:
         self.process = subprocess.Popen(["redis-server", str(self.conf)], stdout=subprocess.DEVNULL)
-        self.broker.client(patience=10)  # answers
+        for _ in range(200):  # until it answers
+            with contextlib.suppress(BrokerError):
+                self.broker.client()
+                return
+            time.sleep(0.05)
+        self.broker.client()
 
     def kill(self) -> None:
         if self.process.poll() is None:

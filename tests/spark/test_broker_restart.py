@@ -1,6 +1,7 @@
 """A broker restart mid-stream, at the broker's edge (bench/broker.py): the producer and the reader wait it out
 (their clients' patience), nothing the broker acknowledged is lost (AOF), what the producer sends again is
-refused by the ids and counted once in the delivery log, and a reader without patience gets one clear error.
+refused by the ids and counted once in the delivery log, and a reader without patience — or with a wrong
+password — gets one clear error at once.
 On a Redis server of the test's own (the Debian binary the cluster's Ansible installed), killed with SIGKILL."""
 import importlib.util
 import threading
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from skewbench.bench.apps.base import make_app
-from skewbench.bench.broker import BrokerError, deliveries, delivery, pages, passed, publish, received
+from skewbench.bench.broker import Broker, BrokerError, deliveries, delivery, pages, passed, publish, received
 from skewbench.sources import source_of_each_message
 from skewbench.workloads import parse
 
@@ -68,6 +69,11 @@ def test_a_broker_restart_mid_stream_loses_nothing_and_counts_nothing_twice(serv
     assert delivery(deliveries(reader, topic))["messages"] == MESSAGES
     publish(reader, topic, stream, app.payload_columns, np.arange(CHUNK), source[:CHUNK], np.zeros(CHUNK), {})
     assert delivery(deliveries(reader, topic))["messages"] == MESSAGES  # a chunk sent again counts once
+
+    started = time.monotonic()
+    with pytest.raises(BrokerError, match="refuses user 'skewbench': its password changed"):
+        Broker(server.broker.host, server.broker.port, "skewbench", "wrong").client(patience=30)
+    assert time.monotonic() - started < 5  # a refusal is no restart to wait out
 
     impatient = server.broker.client()  # patience 0: what a driver checks the broker with
     server.kill()
