@@ -57,12 +57,13 @@ def test_locust_through_the_broker_gives_the_generated_sources_answer_and_counts
 
 def holding_a_secret(cluster: Path, runs: Path, output: str) -> list[str]:
     """What holds one of the cluster's secrets (Spark's and the broker's): the runs' files, the driver's
-    output, the Ansible log and every node's logs and work folders — all but the configuration files and the
-    secret files themselves, where they belong."""
+    output, the Ansible log, every node's logs and work folders — all but the configuration files and the
+    secret files themselves, where they belong — and the repository's files."""
     secrets = [(cluster / name).read_text().strip() for name in ("spark.secret", "broker.secret")]
     assert all(len(s) == 48 for s in secrets)
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True).stdout
     files = [f for f in [*runs.rglob("*"), *cluster.rglob("*")] if f.is_file() and "conf" not in f.parent.parts
-             and f.suffix != ".secret"]
+             and f.suffix != ".secret"] + [ROOT / name for name in tracked.split("\0") if (ROOT / name).is_file()]
     return [str(f) for f in files if any(s.encode() in f.read_bytes() for s in secrets)] + [
         "the driver's output" for s in secrets if s in output]
 
