@@ -37,19 +37,23 @@ def backlog(batches: pd.DataFrame, rate: float, messages: int, received: pd.Data
     batches = batches.sort_values("batch")
     t0 = float(batches["first_arrival"].iloc[0])
     end = (batches["started"] + batches["duration"]).to_numpy()
-    offered, until = _offered(end, t0, rate, messages, received)
     done = np.cumsum(batches["messages"].to_numpy())
-    keep = (np.arange(len(end)) > 0) & (end < until)
-    return pd.DataFrame({"end": end[keep] - t0, "backlog": (offered - done)[keep]})
+    keep = (np.arange(len(end)) > 0) & (end < _offering_end(t0, rate, messages, received))
+    return pd.DataFrame({"end": end[keep] - t0, "backlog": (_offered(end, t0, rate, messages, received) - done)[keep]})
 
 
-def _offered(end: np.ndarray, t0: float, rate: float, messages: int, received: pd.DataFrame | None):
-    """Messages offered by each time ``end``, and when the offering ended: by the schedule, or by the broker."""
+def _offered(end: np.ndarray, t0: float, rate: float, messages: int, received: pd.DataFrame | None) -> np.ndarray:
+    """Messages offered by each time ``end``: by the schedule, or as the broker received them."""
     if received is None:
-        return np.minimum(messages, np.floor((end - t0) * rate) + 1), t0 + messages / rate
+        return np.minimum(messages, np.floor((end - t0) * rate) + 1)
     log = received.sort_values("at")
     by = np.concatenate([[0], np.cumsum(log["messages"].to_numpy())])
-    return by[np.searchsorted(log["at"].to_numpy(), end, side="right")], float(log["at"].iloc[-1])
+    return by[np.searchsorted(log["at"].to_numpy(), end, side="right")]
+
+
+def _offering_end(t0: float, rate: float, messages: int, received: pd.DataFrame | None) -> float:
+    """When the last message was offered: by the schedule, or the broker's last delivery."""
+    return t0 + messages / rate if received is None else float(received["at"].max())
 
 
 def verdict(batches: pd.DataFrame, rate: float, messages: int,
@@ -61,9 +65,9 @@ def verdict(batches: pd.DataFrame, rate: float, messages: int,
     if len(points) >= 3:
         slope = float(np.polyfit(points["end"], points["backlog"], 1)[0])
         return slope < SLOPE_LIMIT * rate, slope
-    end = (batches["started"] + batches["duration"]).to_numpy()
-    until = _offered(end, float(batches["first_arrival"].min()), rate, messages, received)[1]
-    return float(end.max() - until) <= 2 * float(batches["duration"].median()), math.nan
+    until = _offering_end(float(batches["first_arrival"].min()), rate, messages, received)
+    late = float((batches["started"] + batches["duration"]).max() - until)
+    return late <= 2 * float(batches["duration"].median()), math.nan
 
 
 def next_rate(tried: list[tuple[float, bool]], start: float, max_runs: int = MAX_RUNS) -> float | None:
