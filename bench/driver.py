@@ -92,6 +92,7 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
     url, slots = _cluster()
     if any(p.ingest == "locust" for s in studies for p in s.points(profile)):
         _check_broker()
+    _check_faults({(p.faults, p.ingest) for s in studies for p in s.points(profile) if p.faults})
     needed = max(p.live.widest(p.workers) if p.live else p.workers for s in studies for p in s.points(profile))
     if needed > slots:
         raise BenchError(f"the studies need {needed} task slots (W = {needed}) but the cluster at {url} has {slots} "
@@ -162,6 +163,18 @@ def _check_broker() -> None:
         Broker.of(conf_dir()).client()
     except BrokerError as exc:
         raise BenchError(f"runs through the broker (ingest: locust): {exc}") from None
+
+
+def _check_faults(faults: set[tuple[str, str]]) -> None:
+    """The points' faults (spec, ingest) can be injected into this cluster (:func:`.faults.check`)."""
+    from skewbench.bench.spark import faults as injected
+    from skewbench.bench.spark.run import local_cluster_dir
+
+    for spec, ingest in sorted(faults):
+        try:
+            injected.check(spec, ingest, local_cluster_dir())
+        except injected.FaultError as exc:
+            raise BenchError(f"faults: {exc}") from None
 
 
 def _plan(studies: list[Study], profile: str, order_seed: int, given: EngineModel | None) -> dict:
@@ -381,7 +394,8 @@ def _label(point: Point) -> str:
                     f", rebalance every {point.rebalance_every}" if point.rebalance_every else "",
                     f", schedule {point.schedule}" if point.schedule else "",
                     f", {point.migration} migration" if point.live and point.migration != "all-at-once" else "",
-                    f", hand-over {point.handover}" if point.live and point.handover != "hold" else ""])
+                    f", hand-over {point.handover}" if point.live and point.handover != "hold" else "",
+                    f", faults {point.faults}" if point.faults else ""])
     return (f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} delay {point.delay_ms} ms "
             f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}{more}")
 
@@ -394,7 +408,8 @@ def config_of(point: Point, folder: Path):
                   batch_rows=point.batch_rows, seed=point.seed, split=point.split,
                   aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder),
                   rebalance_every=point.rebalance_every, schedule=point.schedule, migration=point.migration,
-                  fluid_keys=point.fluid_keys, handover=point.handover, params=point.params, ingest=point.ingest)
+                  fluid_keys=point.fluid_keys, handover=point.handover, params=point.params, ingest=point.ingest,
+                  faults=point.faults)
 
 
 WARM_UP_BATCHES = 40  # 5 left the next runs' engine cost per batch 0.4-0.5 s above the rest's (JIT, at W = 10)
@@ -498,7 +513,17 @@ def _run_row(point: Point, folder: Path) -> dict:
             "versions": s.get("versions", 1), "final_workers": s.get("final_workers", point.workers),
             **{key: s.get(key, 0) for key in ("migrations", "migrated_keys", "migrated_bytes")},
             "plan_median_s": float(np.median([m["plan_seconds"] for m in s["migration_list"]]))
-            if s.get("migration_list") else np.nan, **_response(folder, s), **_ingest_row(s), "run": folder.name}
+            if s.get("migration_list") else np.nan, **_response(folder, s), **_ingest_row(s), **_faults_row(s),
+            "run": folder.name}
+
+
+def _faults_row(summary: dict) -> dict:
+    """Each message counted once (``duplicates``; NaN where not counted: live routing), and with ``faults``
+    how many struck and the longest recovery (inf: one never got back to its pace; NaN: no fault)."""
+    recoveries = [np.inf if f["recovery_s"] is None else f["recovery_s"] for f in summary.get("faults", [])]
+    duplicates = summary.get("duplicates")
+    return {"duplicates": np.nan if duplicates is None else duplicates, "faults_struck": len(recoveries),
+            "recovery_s": max(recoveries, default=np.nan)}
 
 
 def _ingest_row(summary: dict) -> dict:

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from skewbench.bench.spark.latency import first_arrival, handled, message_latency, seqs
+from skewbench.bench.spark.latency import batch_messages, first_arrival, handled, seqs
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, after_warmup, batch_table, final_counters, mean_counters
 
 
@@ -43,8 +43,9 @@ def test_a_message_copied_to_several_workers_ends_with_its_last_copy():
                record([11, 12], 9.0, [1.5, 2.0]),  # ... which ends later: 12's latency is 9 - 2
                record([], 20.0, []),  # a worker without messages in this batch
                record([13], 4.0, [3.0])]
-    assert message_latency(records).tolist() == [4.0, 7.5, 7.0, 1.0]
-    assert len(message_latency([record([], 1.0, [])])) == 0
+    done, latency = batch_messages(records)
+    assert done.tolist() == [10, 11, 12, 13] and latency.tolist() == [4.0, 7.5, 7.0, 1.0]
+    assert [len(a) for a in batch_messages([record([], 1.0, [])])] == [0, 0]
 
 
 def test_handled_messages_travel_compactly_and_come_back_exactly():
@@ -57,7 +58,7 @@ def test_handled_messages_travel_compactly_and_come_back_exactly():
     wide = handled(seq, np.full(len(seq), 7.5))  # rate 0: one intended time for the batch
     assert wide["gaps"].dtype == np.uint32 and wide["t_intended"].tolist() == [7.5]
     assert np.array_equal(seqs(wide), seq)
-    assert message_latency([{"messages": wide, "t_end": 10.0}]).tolist() == [2.5] * len(seq)
+    assert batch_messages([{"messages": wide, "t_end": 10.0}])[1].tolist() == [2.5] * len(seq)
 
 
 def test_peak_pss_sums_each_nodes_last_reading():

@@ -229,6 +229,20 @@ def test_ingest_is_a_factor_and_the_bench_can_send_every_stream_through_the_brok
         load(write(tmp_path, TINY + "ingest: kafka\n", "bad.yaml"))
 
 
+def test_faults_are_a_factor_that_leaves_unfaulted_names_as_they_were(tmp_path):
+    study = load(write(tmp_path, TINY + "faults: ['', 'worker@0.3+3']\n"))
+    points = study.points()
+    assert len(points) == 2 * 2 * 2 * 2 and {p.faults for p in points} == {"", "worker@0.3+3"}
+    before = {p.name for p in load(write(tmp_path, TINY, "plain.yaml")).points()}
+    assert {p.name for p in points if not p.faults} == before
+    for faults, message in [("worker@2+1", "faults: fault 'worker@2\\+1': AT must be between 0 and 1"),
+                            ("driver@0.5+1", "faults: no driver fault in a bench"),
+                            ("broker@0.5+1", "faults: a broker fault needs ingest: locust")]:
+        with pytest.raises(StudyError, match=f"bad.yaml: {message}"):
+            load(write(tmp_path, TINY + f"faults: '{faults}'\n", "bad.yaml"))
+    assert load(write(tmp_path, TINY + "faults: broker@0.5+1\ningest: locust\n", "broker.yaml")).points()
+
+
 def test_missing_study_file(tmp_path):
     with pytest.raises(StudyError, match="nope.yaml: cannot read the study file"):
         load(tmp_path / "nope.yaml")

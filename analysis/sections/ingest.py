@@ -13,7 +13,8 @@ from skewbench.analysis.sections.common import figure, markdown
 
 #: What makes a run's generated twin: every factor of its point but the path its stream came in by.
 POINT = ["study", "app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "batch_rows", "rate",
-         "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params", "seed"]
+         "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params", "faults",
+         "seed"]
 
 
 def ingest_spark(folder: Path) -> list[str]:
@@ -22,7 +23,8 @@ def ingest_spark(folder: Path) -> list[str]:
     if data is None or "ingest" not in data or not (data["ingest"] == "locust").any():
         return []
     through = data[data["ingest"] == "locust"]
-    twins = through.merge(data[data["ingest"] == "engine"], on=POINT, suffixes=("", "_engine"))
+    point = [c for c in POINT if c in data]  # (a bench's table from before a factor existed lacks its column)
+    twins = through.merge(data[data["ingest"] == "engine"], on=point, suffixes=("", "_engine"))
     exact = int(through["sim_exact"].astype(bool).sum())  # the simulator routes a point alike on either path
     late = int((through["ingest_valid"].astype(str) != "True").sum())
     lines = ["## Through the broker — locust and Redis Streams beside the stream generated in Spark's source", "",

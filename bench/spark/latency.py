@@ -31,19 +31,20 @@ def seqs(messages: dict) -> np.ndarray:
     return messages["first_seq"] + np.r_[0, np.cumsum(messages["gaps"], dtype=np.int64)]
 
 
-def message_latency(records: list[dict]) -> np.ndarray:
-    """Each message's latency in one micro-batch (seq order), from the worker records (``messages``
-    from :func:`handled`, ``t_end``).  A batch's messages are a range of ``seq``."""
+def batch_messages(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct seqs one micro-batch handled (ascending) and each one's latency, from the worker records
+    (``messages`` from :func:`handled`, ``t_end``).  A batch's messages are a range of ``seq``."""
     handled_by = [(r, seqs(r["messages"])) for r in records if r["messages"]["count"]]
     if not handled_by:
-        return np.empty(0)
+        return np.empty(0, dtype=np.int64), np.empty(0)
     low = min(int(s[0]) for _, s in handled_by)
     span = max(int(s[-1]) for _, s in handled_by) - low + 1
     end, intended = np.full(span, np.nan), np.full(span, np.nan)
     for r, s in sorted(handled_by, key=lambda pair: pair[0]["t_end"]):  # a later copy overwrites an earlier one
         end[s - low] = r["t_end"]
         intended[s - low] = r["messages"]["t_intended"]  # one value broadcasts
-    return (end - intended)[~np.isnan(end)]
+    done = ~np.isnan(end)
+    return low + np.flatnonzero(done), (end - intended)[done]
 
 
 def first_arrival(records: list[dict]) -> float:

@@ -28,6 +28,10 @@ after a failure or Ctrl-C):
   with the broker path's offered and achieved rate and lateness) and ``run.meta.json``
   (versions, commit, cluster shape from the master, config, delay mode, the levers' settings and the
   worker stage's tasks).
+
+While it runs, ``checkpoint/`` holds Spark's checkpoint and the driver's own (:func:`driver_folder`), from
+which a new driver finishes the run if this one dies (:func:`resume`; ``--faults driver@...`` kills it on
+purpose, :mod:`~skewbench.bench.spark.faults`, whose ``worker`` and ``broker`` faults the wait loop strikes).
 """
 
 from __future__ import annotations
@@ -50,11 +54,11 @@ import pandas as pd
 
 from skewbench.bench.interrupts import deferred
 from skewbench.bench.progress import clock
-from skewbench.bench.spark import engine, feedback, routing
+from skewbench.bench.spark import engine, faults, feedback, routing
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT
 from skewbench.bench.broker import Broker, BrokerError
 from skewbench.bench.spark.ingest import PATHS, Ingest
-from skewbench.bench.spark.latency import first_arrival, message_latency
+from skewbench.bench.spark.latency import batch_messages, first_arrival
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,6 +95,7 @@ class Config:
     handover: str = "hold"  # or "ahead": the old worker hands a key's state over a batch early
     params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
     ingest: str = "engine"  # or "locust": the stream comes through the broker (bench.spark.ingest)
+    faults: str = ""  # "KIND@AT+DOWN,...": nodes killed during the run (bench.spark.faults)
 
     def live(self):
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
@@ -163,9 +168,11 @@ def machine_cores(status: dict) -> int:
     return (os.cpu_count() or 1) if local_cluster_dir() else sum(w["cores"] for w in status.get("workers", []))
 
 
-def check(config: Config, need_cluster: bool = True, own_app: str | None = None) -> tuple[object, dict]:
+def check(config: Config, need_cluster: bool = True, own_app: str | None = None,
+          resuming: bool = False) -> tuple[object, dict]:
     """Every input check that needs no Spark; returns (app, master status).
-    ``own_app``: the id of this driver's running application, whose slots count as free."""
+    ``own_app``: the id of this driver's running application, whose slots count as free; ``resuming``: the
+    run's DIR.partial is there to be finished (:func:`resume`)."""
     from skewbench.bench.apps import make_app
     from skewbench.bench.spark.delay import MODES
     from skewbench.scheme import make_scheme, parse_params
@@ -183,7 +190,7 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
     out = Path(config.out)
     if out.exists():
         raise RunError(f"--out {out} exists; results are never overwritten: pick another folder")
-    if out.with_name(out.name + ".partial").exists():
+    if out.with_name(out.name + ".partial").exists() and not resuming:
         raise RunError(f"{out}.partial exists (an earlier run was interrupted): remove it or pick another --out")
     if config.workers < 1:
         raise RunError(f"--workers must be >= 1, got {config.workers}")
@@ -191,6 +198,10 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
         raise RunError(f"--sources must be between 1 and --messages ({config.messages}), got {config.sources}")
     if config.messages < 1 or config.delay_ms < 0 or config.rate < 0 or (config.batch_rows or 1) < 1:
         raise RunError("--messages and --batch-rows must be >= 1, --delay-ms and --rate >= 0")
+    try:
+        struck = faults.parse_all(config.faults)
+    except faults.FaultError as exc:
+        raise RunError(f"--faults: {exc}") from None
     if config.delay_mode not in (None, *MODES):
         raise RunError(f"--delay-mode must be one of {', '.join(MODES)}")
     if config.ingest not in PATHS:
@@ -209,6 +220,8 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
         check_live(config, proto)
     except ValueError as exc:
         raise RunError(str(exc)) from None
+    if any(f.kind == "driver" for f in struck) and not resumable(config):
+        raise RunError(f"--faults: a driver fault needs a run a new driver can finish: {NOT_RESUMABLE}")
     spec = config.workload or app.default_workload
     try:  # a malformed workload raises WorkloadError (a usage error of its own)
         app.check(app.prepare(parse(spec, messages=min(config.messages, 1000), seed=config.seed)))
@@ -226,6 +239,10 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None)
         asked = f"--workers {config.workers}" if width == config.workers else f"W = {width} (--schedule)"
         raise RunError(f"{asked} exceeds the {slots} free task slots of {url}: every worker needs its own slot (start "
                        f"the cluster with more CORES or WORKERS)")
+    try:
+        faults.check(config.faults, config.ingest, local_cluster_dir())
+    except faults.FaultError as exc:
+        raise RunError(f"--faults: {exc}") from None
     if config.ingest == "locust":
         try:
             Broker.of(conf_dir()).client()
@@ -269,14 +286,20 @@ def preimages(spark, count: int, partitions: int) -> np.ndarray:
 
 class Collector:
     """The ``foreachBatch`` function: writes each batch's outputs and metrics, keeps the last states
-    and every message's latency (8 bytes per message: the driver must hold a run of millions)."""
+    and every message's latency (8 bytes per message: the driver must hold a run of millions), and
+    counts each message once: ``done`` the distinct messages handled, ``duplicates`` those handled
+    again in a later batch (a replay that was not exactly once; None with live routing, whose held rows
+    are handled in a later batch than their message's other copies)."""
 
-    def __init__(self, folder: Path, publisher=None, feed=None):
+    def __init__(self, folder: Path, messages: int, publisher=None, feed=None):
         self.folder, self.publisher = folder, publisher  # publisher: live routing's (bench.spark.live)
         self.feed = feed  # the true loads for the sources of the next batch (bench.spark.feedback)
-        (folder / "outputs").mkdir()
-        (folder / "metrics").mkdir()
+        for name in ("outputs", "metrics"):
+            (folder / name).mkdir(exist_ok=True)  # a resumed run's hold the batches before
+        driver_folder(folder).mkdir(parents=True, exist_ok=True)
+        self.seen = np.zeros(messages, dtype=bool)
         self.done = 0
+        self.duplicates = 0 if publisher is None else None
         self.batches = 0
         self.last_batch = -1
         self.states: dict[int, object] = {}
@@ -301,20 +324,51 @@ class Collector:
                                   self.folder / "outputs" / f"{name}.arrow", compression="uncompressed")
         metrics = pd.DataFrame([{"batch": batch_id, **{k: r[k] for k in METRICS}} for r in records])
         metrics.to_parquet(self.folder / "metrics" / f"{name}.parquet", index=False)
-        for r in records:
-            if r.get("final"):  # the worker's last batch: what of its state the answer needs (App.driver_state)
-                self.states[r["worker"]] = r["state"]
+        kept = [{k: r[k] for k in KEPT} for r in records]  # what count() needs again after a driver restart
+        part = driver_folder(self.folder) / f"{name}.part"
+        part.write_bytes(pickle.dumps(kept))
+        part.replace(part.with_suffix(".pickle"))
         if self.publisher is not None:
             self.publisher.after_batch(batch_id, records)
         if self.feed is not None:
             copies = (metrics["stored"] + metrics["probed"]).to_numpy()
             self.feed.after_batch(batch_id, metrics["worker"].to_numpy(), copies)
-        self.latency[batch_id] = message_latency(records)
+        self.count(batch_id, kept, metrics)
+
+    def count(self, batch_id: int, records: list[dict], metrics: pd.DataFrame) -> None:
+        """A batch's final states, latencies and messages done."""
+        for r in records:
+            if r["final"]:  # the worker's last batch: what of its state the answer needs (App.driver_state)
+                self.states[r["worker"]] = r["state"]
+        seq, self.latency[batch_id] = batch_messages(records)
         self.arrival[batch_id] = first_arrival(records)
         self.metrics.append(metrics)
-        self.done += len(self.latency[batch_id])
+        again = int(self.seen[seq].sum())
+        self.seen[seq] = True
+        self.done += len(seq) - again
+        if self.duplicates is not None:
+            self.duplicates += again
         self.batches += 1
         self.last_batch = batch_id
+
+    def restore(self) -> None:
+        """After a driver restart: count again every batch Spark committed before (its commit log); a batch
+        begun and not committed is run again, and its files written again."""
+        committed = {int(p.name) for p in (self.folder / "checkpoint" / "commits").glob("[0-9]*")}
+        for path in sorted(driver_folder(self.folder).glob("batch-*.pickle")):
+            batch_id = int(path.stem.split("-")[1])
+            if batch_id in committed:
+                self.count(batch_id, pickle.loads(path.read_bytes()),
+                           pd.read_parquet(self.folder / "metrics" / f"{path.stem}.parquet"))
+
+
+KEPT = ("worker", "messages", "t_end", "state", "final")  # of a worker record, in the driver's checkpoint
+
+
+def driver_folder(folder: Path) -> Path:
+    """The driver's checkpoint beside Spark's: per batch what the collector counts (:data:`KEPT`), the
+    query's progress, the run's configuration: what a restarted driver needs (:func:`resume`)."""
+    return folder / "checkpoint" / "driver"
 
 
 def start_query(spark, config: Config, app, folder: Path, collector: Collector, stream_file: str, tasks: int,
@@ -359,11 +413,24 @@ def load_feed(config: Config, folder: Path):
     """The driver's side of load feedback (:mod:`~skewbench.bench.spark.feedback`) for a scheme told the
     true loads between micro-batches; None for the others."""
     from skewbench.bench.spark.live import folder_of
+
+    return feedback.LoadFeed(folder_of(folder / "checkpoint"), config.width()) if told_loads(config) else None
+
+
+NOT_RESUMABLE = "a run with live routing, load feedback or through the broker cannot resume yet"
+
+
+def resumable(config: Config) -> bool:
+    """Whether a new driver can finish the run (:func:`resume`): its driver holds no state but what it writes
+    in the driver's checkpoint."""
+    return config.live() is None and config.ingest == "engine" and not told_loads(config)
+
+
+def told_loads(config: Config) -> bool:
+    """Whether the run's scheme is told the true loads between micro-batches."""
     from skewbench.scheme import make_scheme, parse_params
 
-    if not feedback.needs_loads(make_scheme(config.scheme, config.workers, **parse_params(config.params))):
-        return None
-    return feedback.LoadFeed(folder_of(folder / "checkpoint"), config.width())
+    return feedback.needs_loads(make_scheme(config.scheme, config.workers, **parse_params(config.params)))
 
 
 def routers_folder(folder: Path) -> Path:
@@ -477,43 +544,92 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
     """One run; returns the summary (also written to ``DIR/summary.json``).  With ``spark`` given the
     run reuses that session (several runs in one application) and leaves it running.  ``profiler``
     (:class:`~skewbench.bench.spark.profile.Profiler`) is told the batches done while the run waits."""
-    from skewbench.bench.provenance import write_metadata
     from skewbench.bench.spark.delay import default_mode
-    from skewbench.bench.spark import shared
-    from skewbench.bench.spark.source import stream_of
 
     app, status = check(config, own_app=spark.sparkContext.applicationId if spark is not None else None)
-    url = master_url(config)
     delay_mode = config.delay_mode or default_mode(config.workers, machine_cores(status))
     config = Config(**{**asdict(config), "delay_mode": delay_mode})
     out = Path(config.out)
     folder = out.with_name(out.name + ".partial")
     folder.mkdir(parents=True)
-    marker = folder / "INCOMPLETE"
-    marker.write_text("this run did not finish\n")
+    (folder / "INCOMPLETE").write_text("this run did not finish\n")
+    driver_folder(folder).mkdir(parents=True)
+    (driver_folder(folder) / "run.json").write_text(json.dumps({"config": asdict(config), "started": time.time()}))
+    return drive(config, app, status, folder, log, spark, profiler)
+
+
+def supervised(config: Config, log=sys.stderr) -> dict:
+    """A run with driver faults (:class:`~skewbench.bench.spark.faults.Supervisor`): its driver a child process,
+    killed and restarted from the checkpoints as the faults say; returns the finished run's summary."""
+    check(config)
+    code = faults.Supervisor(config, log).run()
+    if code:
+        raise RuntimeError(f"the run's last driver exited with {code}: see {config.out}.partial and the log above")
+    return json.loads((Path(config.out) / "summary.json").read_text())
+
+
+def resume(partial: Path, log=sys.stderr) -> dict:
+    """Finish the run in ``partial`` (``DIR.partial``) whose driver died: a new driver restarts its query from
+    Spark's checkpoint, counts again what the driver's checkpoint (:func:`driver_folder`) says the committed
+    batches did, and goes on; the result is the run's as if its driver had lived (summary.json's ``faults``
+    names the restart when ``--faults`` asked for it)."""
+    saved = driver_folder(partial) / "run.json"
+    if not (partial / "INCOMPLETE").exists() or not saved.exists():
+        raise RunError(f"{partial} is not an interrupted run's folder (INCOMPLETE and checkpoint/driver/run.json): "
+                       f"give the DIR.partial a `skewbench run` left")
+    kept = json.loads(saved.read_text())
+    config = Config(**kept["config"])
+    if not resumable(config):
+        raise RunError(f"{NOT_RESUMABLE}: run it again")
+    wait_for_slots(config)
+    app, status = check(config, resuming=True)
+    return drive(config, app, status, partial, log, started=kept["started"])
+
+
+def wait_for_slots(config: Config, timeout: float = 120) -> None:
+    """Until the cluster has the run's task slots free: a dead driver's application keeps them until the
+    master has seen it die."""
+    deadline = time.monotonic() + timeout
+    while free_slots(master_status(master_url(config))) < config.width() and time.monotonic() < deadline:
+        time.sleep(1)
+
+
+def drive(config: Config, app, status: dict, folder: Path, log, spark=None, profiler=None,
+          started: float | None = None) -> dict:
+    """The driver of a run in ``folder``: started afresh, or (``started``: the run's first start, epoch
+    seconds) again from the checkpoints after its driver died."""
+    from skewbench.bench.spark import shared
+    from skewbench.bench.spark.source import stream_of
+
+    url = master_url(config)
     spec = config.workload or app.default_workload
     stream = app.prepare(stream_of(spec, config.messages, config.seed))
     app.check(stream)
     own = spark is None
     if own:
         spark = session(url, f"skewbench-run-{config.app}-{config.scheme}-W{config.workers}")
-    tasks = engine.worker_tasks(config.levers, config.width(), machine_cores(status), delay_mode)
+    tasks = engine.worker_tasks(config.levers, config.width(), machine_cores(status), config.delay_mode)
     closers = engine.closers(config.levers, config.width(), tasks)
     spark.conf.set("spark.sql.shuffle.partitions", tasks)
     try:
         levers = engine.apply(spark, config.levers)
     except engine.LeverError as exc:
         raise RunError(f"--levers: {exc}") from None
-    collector = Collector(folder, publisher(config, stream, folder), load_feed(config, folder))
-    if config.live() is None:  # live routing routes by the versions it publishes instead
+    collector = Collector(folder, stream.messages, publisher(config, stream, folder), load_feed(config, folder))
+    if started is not None:
+        collector.restore()
+    elif config.live() is None:  # live routing routes by the versions it publishes instead
         run_key = routing.run_of(config.scheme, config.width(), config.sources, config.seed, spec, config.messages,
                                  config.split, config.params)
         routing.save_initial(run_key, stream, str(routers_folder(folder)))
     query = None
     ingest = Ingest(config, spec, folder, conf_dir()) if config.ingest == "locust" else None
+    injector = faults.Injector(faults.parse_all(config.faults), local_cluster_dir(), driver_folder(folder), log)
+    progress = ProgressLog(folder)
+    wall_start = time.time()
+    started = started or wall_start
     try:
         with deferred() as interrupts:
-            started, wall_start = time.monotonic(), time.time()
             if ingest is not None:
                 ingest.start()
             query = start_query(spark, config, app, folder, collector, shared.share(spark, stream), tasks, closers,
@@ -523,56 +639,94 @@ def run(config: Config, log=sys.stderr, spark=None, profiler=None) -> dict:
                 interrupts.check()
                 if profiler is not None:
                     profiler.observe(collector.batches)
+                injector.poll(collector.done / stream.messages)
                 if query.exception() is not None or not query.isActive:
                     raise RuntimeError(f"the streaming query failed: {query.exception()}")
                 if ingest is not None and ingest.failed():
                     raise RuntimeError(ingest.failed())
                 time.sleep(0.2)
-                elapsed = time.monotonic() - started
+                progress.keep(query.lastProgress)
+                elapsed = time.time() - started
                 if elapsed - last >= 2 or collector.done >= stream.messages:
                     last = elapsed
                     share = collector.done / stream.messages
                     eta = elapsed / share * (1 - share) if share else float("nan")
                     print(f"messages {collector.done:,} of {stream.messages:,} ({100 * share:.0f}%)  batches "
                           f"{collector.batches}  elapsed {clock(elapsed)}  ETA {clock(eta)}", file=log, flush=True)
-            elapsed = time.monotonic() - started
+            elapsed = time.time() - started
             if profiler is not None:
                 profiler.finish(collector.batches)
-            progress = final_progress(query, collector.last_batch)
+            reports = progress.all(final_progress(query, collector.last_batch))
             query.stop()
             query = None
+            injector.settle()  # every struck node back before the next run
             shutil.rmtree(routers_folder(folder))  # the routers' last states: no result
             metrics = pd.concat(collector.metrics, ignore_index=True)
-            batches = batch_table(progress, metrics)
+            batches = batch_table(reports, metrics)
             batches["messages"] = [len(collector.latency.get(b, ())) for b in batches["batch"]]  # done in the batch
             batches["first_arrival"] = [collector.arrival.get(b, np.nan) for b in batches["batch"]]  # intended time
             batches.to_parquet(folder / "batches.parquet", index=False)
-            summary = summarize(config, app, stream, collector, batches, elapsed, delay_mode, tasks)
+            summary = summarize(config, app, stream, collector, batches, elapsed, config.delay_mode, tasks)
             if collector.publisher is not None:  # live routing: its versions and migrations, a row a batch
                 timeline(collector, batches).to_parquet(folder / "timeline.parquet", index=False)
                 summary |= collector.publisher.summary(batches)
             summary |= engine_and_resources(spark, folder, wall_start)
             summary["ingest"] = ingest.finish() if ingest is not None else {"path": "engine"}
+            if injector.strikes:
+                summary["faults"] = injector.summary(batches)
             (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-            meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),
-                    "cluster": {k: status.get(k) for k in ("url", "aliveworkers", "cores", "memory", "status")}
-                    | {"workers": [{k: w.get(k) for k in ("host", "cores", "memory", "state")}
-                                   for w in status.get("workers", [])]},
-                    "machine_cores": machine_cores(status), "delay_mode": delay_mode,
-                    "shuffle_partitions": tasks, "closing_groups": closers, "batch_rows": batch_rows(config),
-                    "spark_version": spark.version, "engine_settings": levers, "security": security(spark)}
-            write_metadata(folder / "run", meta)
+            write_meta(folder, config, url, status, spark, tasks, closers, levers)
             interrupts.check()  # the last moment a Ctrl-C leaves the run incomplete
-            marker.unlink()
-            folder.rename(out)
+            shutil.rmtree(driver_folder(folder))  # what a restarted driver would have needed
+            (folder / "INCOMPLETE").unlink()
+            folder.rename(config.out)
             return summary
     finally:
         if query is not None:
             query.stop()
         if ingest is not None:
             ingest.stop()
+        injector.restore()
         if own:
             spark.stop()
+
+
+def write_meta(folder: Path, config: Config, url: str, status: dict, spark, tasks: int, closers: int,
+               levers: dict) -> None:
+    """``run.meta.json``: versions, commit, the cluster's shape, the configuration and the engine's settings."""
+    from skewbench.bench.provenance import write_metadata
+
+    meta = {"config": asdict(config), "master": url, "spark_conf_dir": str(conf_dir()),
+            "cluster": {k: status.get(k) for k in ("url", "aliveworkers", "cores", "memory", "status")}
+            | {"workers": [{k: w.get(k) for k in ("host", "cores", "memory", "state")}
+                           for w in status.get("workers", [])]},
+            "machine_cores": machine_cores(status), "delay_mode": config.delay_mode,
+            "shuffle_partitions": tasks, "closing_groups": closers, "batch_rows": batch_rows(config),
+            "spark_version": spark.version, "engine_settings": levers, "security": security(spark)}
+    write_metadata(folder / "run", meta)
+
+
+class ProgressLog:
+    """The query's progress reports of batches with data, kept in the driver's checkpoint as they come: a
+    restarted driver's query reports only the batches it ran itself."""
+
+    def __init__(self, folder: Path):
+        self.path = driver_folder(folder) / "progress.jsonl"
+        lines = self.path.read_text().splitlines() if self.path.exists() else []
+        self.kept = {p["batchId"]: p for p in map(json.loads, lines)}
+
+    def keep(self, last) -> None:
+        """Keep the query's last report (``query.lastProgress``) if it is new and had data."""
+        report = json.loads(last.json) if last is not None else {}
+        if report.get("numInputRows", 0) > 0 and report["batchId"] not in self.kept:
+            self.kept[report["batchId"]] = report
+            with self.path.open("a") as file:
+                file.write(json.dumps(report) + "\n")
+
+    def all(self, reports: list[dict]) -> list[dict]:
+        """The kept reports with ``reports`` (the query's, newer for a batch run again), in batch order."""
+        merged = self.kept | {p["batchId"]: p for p in reports if p.get("numInputRows", 0) > 0}
+        return [merged[b] for b in sorted(merged)]
 
 
 def security(spark) -> dict:
@@ -584,7 +738,11 @@ def security(spark) -> dict:
 
 def main(argv: list[str]) -> int:
     """``python -m skewbench.bench.spark.run CONFIG.json ...``: several runs in one Spark application
-    (what the tests use to pay the start-up once); prints one summary per line."""
+    (what the tests use to pay the start-up once); prints one summary per line.  ``--resume DIR.partial``:
+    finish that run (:func:`resume`)."""
+    if argv[:1] == ["--resume"]:
+        print(json.dumps(resume(Path(argv[1]))), flush=True)
+        return 0
     configs = [Config(**json.loads(Path(a).read_text())) for a in argv]
     spark = session(master_url(configs[0]), "skewbench-runs")
     try:

@@ -106,6 +106,7 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
         "messages": stream.messages, "workers": W, "sources": config.sources, "split": config.split,
         "delay_ms": config.delay_ms, "delay_mode": delay_mode, "rate": config.rate, "seed": config.seed,
         "levers": canonical(config.levers), "correct": correct,
+        "messages_counted": collector.done, "duplicates": collector.duplicates,  # in = counted, 0: exactly once
         "batches": int(len(batches)), "elapsed_seconds": elapsed,
         "warmup": f"batch {first} ({len(collector.latency.get(first, []))} messages) excluded",
         "throughput_msgs_per_s": float(throughput),

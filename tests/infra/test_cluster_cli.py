@@ -123,6 +123,29 @@ def test_a_cluster_with_a_broker_keeps_it_when_asked_for_none(cluster, tmp_path,
     assert "already up" in out.out and "another shape" not in out.err, out
 
 
+def test_a_healthy_cluster_deployed_from_other_files_gets_them_applied_again(cluster, tmp_path, capsys,
+                                                                           monkeypatch):
+    """After an edit under ansible/ (the state's digest is another), cluster-up runs the playbooks again."""
+    state = {"dir": str(tmp_path), "mode": "loopback", "net": "10.77.0", "prefix": "sb", "workers": 3, "cores": 2,
+             "memory": "1g", "executor_memory": "512m", "netem": "", "ansible": "stale",
+             "nodes": cluster.layout("loopback", "10.77.0", "sb", 3)}
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    monkeypatch.setattr(cluster, "healthy", lambda state: True)
+    monkeypatch.setattr(cluster, "check_ports_free", lambda state: None)  # the cluster holds them
+
+    class Applied(Exception):
+        pass
+
+    def run_ansible(inventory):
+        raise Applied(inventory)
+
+    monkeypatch.setattr(cluster, "run_ansible", run_ansible)
+    with pytest.raises(Applied):
+        cluster.main(["--dir", str(tmp_path), "up", "--workers", "3", "--mode", "loopback"])
+    assert "applying them again" in capsys.readouterr().out
+    assert json.loads((tmp_path / "state.json").read_text())["ansible"] == cluster.ansible_digest()
+
+
 def test_the_ansible_digest_follows_the_files(cluster, tmp_path, monkeypatch):
     (tmp_path / "roles" / "metrics" / "__pycache__").mkdir(parents=True)
     (tmp_path / "roles" / "metrics" / "agent.py").write_text("v1")

@@ -49,12 +49,13 @@ def studies(tmp_path: Path) -> list[str]:
     return [str(p) for p in paths]
 
 
-# The tests measure nothing, so a short warm-up (the bench's own JIT warm-up costs each bench ~20 s).
-WARM_UP = ("--warm-up-batches", "2")
+# The tests measure nothing, so no warm-up run (the bench's own JIT warm-up costs each bench ~20 s), except
+# where a test asks for one (a later --warm-up-batches wins).
+WARM_UP = ("--warm-up-batches", "0")
 
 
 def bench(*args, conf: Path, cache: Path | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "skewbench.cli", "bench", *args, *WARM_UP], cwd=ROOT, text=True,
+    return subprocess.Popen([sys.executable, "-m", "skewbench.cli", "bench", *WARM_UP, *args], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "SPARK_CONF_DIR": str(conf)}
                             | ({"SKEWBENCH_CACHE": str(cache)} if cache else {}))
@@ -89,7 +90,7 @@ def interrupted_bench(tmp_path: Path, target: str, nth: int, *args, conf: Path) 
 
     script = tmp_path / "interrupting.py"
     script.write_text(INTERRUPTING)
-    return finished(subprocess.Popen([str(CLUSTER_PYTHON), str(script), target, str(nth), *args, *WARM_UP], cwd=ROOT,
+    return finished(subprocess.Popen([str(CLUSTER_PYTHON), str(script), target, str(nth), *WARM_UP, *args], cwd=ROOT,
                                      text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, "SPARK_CONF_DIR": str(conf)}))
@@ -116,8 +117,8 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
     plan = {p.name for s in load_all(files) for p in s.points()}
     args = (*files, "--out", str(out))
 
-    # During a run: its 3rd call is the second measured run's, after its last batch (the warm-up is the 1st).
-    code, log = interrupted_bench(tmp_path, "skewbench.bench.spark.run:final_progress", 3, *args, conf=spark_cluster)
+    # During a run: its 2nd call is the second measured run's, after its last batch.
+    code, log = interrupted_bench(tmp_path, "skewbench.bench.spark.run:final_progress", 2, *args, conf=spark_cluster)
     assert_stopped(code, log, out)
     assert len(complete_runs(out)) == 1
     assert [p.name for p in (out / "runs").glob("*.partial/INCOMPLETE")] == ["INCOMPLETE"]
@@ -153,8 +154,9 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
         assert (out / name).exists(), name
     assert "## Every run of the bench" in (out / "report.md").read_text()
     through, twin = (table[(table["rate"] == 3000) & (table["ingest"] == way)] for way in ("locust", "engine"))
-    assert len(through) == len(twin) == 1 and through["ingest_valid"].all(), through.T
-    assert abs(through["achieved_rate"].iloc[0] / 3000 - 1) <= 0.02, through.T
+    assert len(through) == len(twin) == 1, through.T
+    on_time = abs(through["achieved_rate"].iloc[0] / 3000 - 1) <= 0.02  # (a loaded machine's locust may be late)
+    assert str(through["ingest_valid"].iloc[0]) == str(on_time), through.T
     assert through["sim_exact"].all() and twin["sim_exact"].all()  # each counted as simulated: alike
     assert twin["ingest_valid"].isna().all()
 
@@ -227,8 +229,10 @@ def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibrat
                                      .replace("schemes: [kg, pkg]", "schemes: consistent")
                                      .replace("workers: 4", "workers: 3\nschedule: '1:4'")))
     cache = tmp_path / "cache"
-    code, log = finished(bench(str(study), "--out", str(tmp_path / "first"), conf=spark_cluster, cache=cache))
-    assert code == 0 and "calibrated the engine now" in log and "engine-calibration: wordcount sg" in log, log[-3000:]
+    code, log = finished(bench(str(study), "--out", str(tmp_path / "first"), "--warm-up-batches", "2",
+                               conf=spark_cluster, cache=cache))
+    assert code == 0 and "warm-up run" in log and "calibrated the engine now" in log, log[-3000:]
+    assert "engine-calibration: wordcount sg" in log, log[-3000:]
     model = json.loads((tmp_path / "first" / "engine_model.json").read_text())
     assert str(cache) in model["source"] and model["runs"] == 2  # W, S and batch fixed: without and with delay
     table = pd.read_csv(tmp_path / "first" / "results.csv")

@@ -46,6 +46,8 @@ CASES = ([(app, scheme, "shuffle") for app in ("wordcount", "selfjoin", "naiveba
 APP_WORKLOADS = {"wordcount": WORKLOAD, "selfjoin": "ticks:symbols=200", "naivebayes": "docs:classes=4"}
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
 PARAMS = "vnodes=3"  # consistent hashing with 3 points per worker instead of 1,000: other workers
+EXTRA = {"aggregation": {"batch_rows": MESSAGES // 6, "aggregation_period": 2},  # pkg runs of their own tests
+         "rate": {"rate": 1500.0, "batch_rows": MESSAGES}}
 
 
 def config(scheme, split, out, app="wordcount"):
@@ -64,11 +66,14 @@ def runs(spark_cluster, tmp_path_factory):
         files[-1].write_text(json.dumps(config(scheme, split, folder / f"{app}-{scheme}-{split}", app)))
     files.append(folder / "params.json")  # a scheme's parameters reach the executors' routers
     files[-1].write_text(json.dumps(config("consistent", "shuffle", folder / "params") | {"params": PARAMS}))
+    for name, changes in EXTRA.items():
+        files.append(folder / f"{name}.json")
+        files[-1].write_text(json.dumps(config("pkg", "shuffle", folder / name) | changes))
     done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.bench.spark.run", *map(str, files)],
                           capture_output=True, text=True, timeout=2400, cwd=ROOT,
                           env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    return {case: folder / "-".join(case) for case in CASES} | {"params": folder / "params"}
+    return {case: folder / "-".join(case) for case in CASES} | {name: folder / name for name in ["params", *EXTRA]}
 
 
 def check_run(out: Path, scheme: str, split: str, app: str = "wordcount"):
@@ -194,30 +199,20 @@ def test_cli_run_with_a_fitted_table(spark_cluster, tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_aggregation_period_gives_the_answer_with_fewer_counters(spark_cluster, runs, tmp_path):
+def test_aggregation_period_gives_the_answer_with_fewer_counters(runs):
     """--aggregation-period 2: partial counts every other micro-batch, the rest after the last message;
     the same answer and top-k, and fewer counters held on average than pkg keeping all of them."""
-    out = tmp_path / "run"
-    c = config("pkg", "shuffle", out) | {"batch_rows": MESSAGES // 6, "aggregation_period": 2}
-    args = [a for k, v in c.items() for a in (f"--{k.replace('_', '-')}", str(v))]
-    done = skewbench("run", *args, env={"SPARK_CONF_DIR": str(spark_cluster)})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    check_run(out, "pkg", "shuffle")
-    flushed = json.loads((out / "summary.json").read_text())["counters_mean"]
+    check_run(runs["aggregation"], "pkg", "shuffle")
+    flushed = json.loads((runs["aggregation"] / "summary.json").read_text())["counters_mean"]
     kept = json.loads((runs[("wordcount", "pkg", "shuffle")] / "summary.json").read_text())["counters_mean"]
     assert 0 < flushed < kept
 
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_open_loop_rate_paces_the_input(spark_cluster, tmp_path):
+def test_open_loop_rate_paces_the_input(runs):
     """--rate 1500: 3000 messages take at least 2 s, intended times are seq / rate apart."""
-    out = tmp_path / "run"
-    c = config("pkg", "shuffle", out) | {"rate": 1500.0, "batch_rows": MESSAGES}
-    args = [a for k, v in c.items() for a in (f"--{k.replace('_', '-')}", str(v))]
-    done = skewbench("run", *args, env={"SPARK_CONF_DIR": str(spark_cluster)})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((runs["rate"] / "summary.json").read_text())
     assert summary["correct"] and summary["elapsed_seconds"] >= MESSAGES / 1500 * 0.95
     assert summary["throughput_msgs_per_s"] <= 1500 * 1.2, summary
 

@@ -1,0 +1,297 @@
+"""Faults injected into a run on the local cluster (``skewbench run --faults worker@0.4+5,broker@0.6+2``).
+
+A fault is ``KIND@AT+DOWN``: when the share AT of the stream's messages is done, a node goes down for DOWN
+seconds (or until the run ends, if sooner), then its daemons are started again by the node's own launchers
+(``NODE/bin/*.sh start``, what ``make cluster-up`` runs), as an operator restoring a machine would.
+
+* ``worker`` — the cluster's last worker node: every process in its network namespace (the worker daemon,
+  the run's executor and its Python workers, the metrics agent) killed with SIGKILL at once, as a machine
+  that loses power.  Spark reschedules the lost tasks on the workers left and recomputes lost shuffle
+  output from the source's offsets; the state stores are read back from the checkpoint.
+* ``broker`` — the broker node (``--ingest locust`` only): Redis killed with SIGKILL; what it acknowledged
+  is in its append-only file.  locust's users and the source's readers wait for it (:mod:`skewbench.bench.broker`).
+* ``driver`` — the run's driver (the Python process and its JVM) killed with SIGKILL by :class:`Supervisor`,
+  which runs it as a child and after DOWN seconds starts a new driver on the run's checkpoints
+  (:func:`~skewbench.bench.spark.run.resume`), as a cluster manager restarting a failed driver would; the
+  master ends the dead driver's application and its executors, the new one gets its own.
+
+The run's checks stay what they are: the final answer must equal the reference, and messages in = messages
+counted.  Each fault's ``recovery_s`` in the run's summary (``faults``) is the time from the kill until the
+end of the first micro-batch that began after it and ran at the pace of the batches before it (at most
+:data:`PACE` × their median duration): the time the pipeline was slower than before.  ``None`` when no such
+batch came before the run ended.
+
+Faults need the local cluster in network namespaces (a killed node is a namespace's processes); on VMs,
+stop and start the instances instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+KINDS = ("worker", "broker", "driver")
+PACE = 1.5  # a batch no longer than this × the median before the fault is back at the old pace
+SETTLE_S = 120  # the most a restarted node may take to be back (a worker registered with the master)
+_SPEC = re.compile(r"(?P<kind>[a-z]+)@(?P<at>[0-9.]+)\+(?P<down>[0-9.]+)")
+
+
+class FaultError(ValueError):
+    """A fault that cannot be injected, with what to do instead."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    at: float  # the share of the stream's messages done when it strikes
+    down: float  # seconds before the node's daemons are started again
+
+    @classmethod
+    def parse(cls, spec: str) -> Fault:
+        found = _SPEC.fullmatch(spec.strip())
+        if not found:
+            raise FaultError(f"fault {spec!r} is not KIND@AT+DOWN (e.g. worker@0.4+5: the last worker node killed "
+                             f"when 40 % of the messages are done, started again 5 s later)")
+        kind, at, down = found["kind"], float(found["at"]), float(found["down"])
+        if kind not in KINDS:
+            raise FaultError(f"fault {spec!r}: unknown kind {kind!r}; give one of {', '.join(KINDS)}")
+        if not 0 < at < 1 or down > 600:
+            raise FaultError(f"fault {spec!r}: AT must be between 0 and 1 (a share of the messages) and DOWN at "
+                             f"most 600 s")
+        return cls(kind, at, down)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}@{self.at:g}+{self.down:g}"
+
+
+def parse_all(specs: str) -> list[Fault]:
+    """The faults of ``--faults`` ("" for none), in the order they strike."""
+    faults = sorted((Fault.parse(s) for s in specs.split(",") if s.strip()), key=lambda f: f.at)
+    if len(set(faults)) < len(faults):
+        raise FaultError(f"{specs!r} names a fault twice")
+    return faults
+
+
+def check(specs: str, ingest: str, cluster: Path | None) -> list[Fault]:
+    """The faults, or FaultError when this run cannot have them."""
+    faults = parse_all(specs)
+    if not faults:
+        return faults
+    if any(f.kind == "broker" for f in faults) and ingest != "locust":
+        raise FaultError("a broker fault needs --ingest locust: the generated stream never reads the broker")
+    if cluster is None:
+        raise FaultError("--faults needs the local cluster (make cluster-up): on VMs, stop and start the instances")
+    state = json.loads((cluster / "state.json").read_text())
+    if state["mode"] != "netns":
+        raise FaultError("--faults needs the local cluster in network namespaces (it runs in loopback mode here: "
+                         "make cluster-up as root on a machine that allows `ip netns add`)")
+    if any(f.kind == "broker" for f in faults) and "broker" not in state["nodes"]:
+        raise FaultError("a broker fault needs the cluster's broker: make cluster-up BROKER=1")
+    return faults
+
+
+@dataclass
+class Strike:
+    """One fault as it happened (wall-clock seconds)."""
+    fault: str  # its spec (Fault.name)
+    node: str
+    killed_at: float
+    processes: int  # killed
+    restarted_at: float | None = None
+
+
+class Injector:
+    """Strikes each node fault when its share of the messages is done, and restarts its node DOWN s later.
+    ``poll`` is called from the driver's wait loop (every 0.2 s), so it never blocks.  The strikes are kept
+    in ``folder/faults.json`` (the driver's checkpoint), where a restarted driver finds them, and where
+    :class:`Supervisor` adds the driver's."""
+
+    def __init__(self, faults: list[Fault], cluster: Path | None, folder: Path, log=None):
+        self.faults = [f for f in faults if f.kind != "driver"]
+        self.cluster, self.path, self.log = cluster, folder / "faults.json", log
+        self.strikes = load_strikes(self.path)
+
+    @property
+    def _state(self) -> dict:
+        return json.loads((self.cluster / "state.json").read_text())
+
+    def node_of(self, kind: str) -> str:
+        if kind == "broker":
+            return "broker"
+        return max((n for n in self._state["nodes"] if n.startswith("worker")), key=lambda n: int(n[6:]))
+
+    def poll(self, done: float) -> None:
+        now = time.time()
+        for strike in self._down():
+            if now >= strike.killed_at + Fault.parse(strike.fault).down:
+                self._restart(strike)
+        struck = {s.fault for s in self.strikes}
+        for fault in self.faults:
+            if fault.at <= done and fault.name not in struck:
+                self._strike(fault)
+
+    def _strike(self, fault: Fault) -> None:
+        node = self.node_of(fault.kind)
+        pids = subprocess.run(["ip", "netns", "pids", self._state["nodes"][node]["netns"]], capture_output=True,
+                              text=True, check=True).stdout.split()
+        for pid in pids:  # the namespace holds this cluster's node and nothing else
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.strikes.append(Strike(fault.name, node, time.time(), len(pids)))
+        save_strikes(self.path, self.strikes)
+        self._say(f"fault {fault.name}: killed {node} ({len(pids)} processes)")
+
+    def _restart(self, strike: Strike) -> None:
+        for launcher in sorted((self.cluster / strike.node / "bin").glob("*.sh")):
+            subprocess.run([str(launcher), "start"], capture_output=True, text=True, check=True)
+        strike.restarted_at = time.time()
+        save_strikes(self.path, self.strikes)
+        self._say(f"fault {strike.fault}: {strike.node} started again")
+
+    def restore(self) -> None:
+        """Start again every struck node still down (also when the run failed)."""
+        for strike in self._down():
+            self._restart(strike)
+
+    def _down(self) -> list[Strike]:
+        """The nodes struck and not started again (a driver is started again by :class:`Supervisor`)."""
+        return [s for s in self.strikes if s.restarted_at is None and s.node != "driver"]
+
+    def settle(self, timeout: float = SETTLE_S) -> None:
+        """:meth:`restore`, then wait until every struck node is back (a worker ALIVE at the master), so
+        that the cluster is left as it was found."""
+        self.restore()
+        deadline = time.monotonic() + timeout
+        while any(s.node.startswith("worker") for s in self.strikes) and not self._all_back():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the nodes struck by --faults were not back {timeout:.0f} s after the run: "
+                                   f"make cluster-status, then make cluster-up")
+            time.sleep(1)
+
+    def _all_back(self) -> bool:
+        state = self._state
+        master = f"http://{state['nodes']['master']['ip']}:8080/json/"
+        try:
+            with urllib.request.urlopen(master, timeout=2) as reply:
+                alive = {w["host"] for w in json.load(reply)["workers"] if w["state"] == "ALIVE"}
+        except OSError:
+            return False
+        return all(state["nodes"][s.node]["ip"] in alive for s in self.strikes if s.node.startswith("worker"))
+
+    def summary(self, batches: pd.DataFrame) -> list[dict]:
+        """Each strike with its recovery time (:func:`recovery`), for the run's summary."""
+        return [{"fault": s.fault, "node": s.node, "killed_at": s.killed_at, "processes_killed": s.processes,
+                 "down_s": (s.restarted_at or np.nan) - s.killed_at, "recovery_s": recovery(batches, s.killed_at)}
+                for s in self.strikes]
+
+    def _say(self, line: str) -> None:
+        if self.log is not None:
+            print(line, file=self.log, flush=True)
+
+
+def load_strikes(path: Path) -> list[Strike]:
+    return [Strike(**s) for s in json.loads(path.read_text())] if path.exists() else []
+
+
+def save_strikes(path: Path, strikes: list[Strike]) -> None:
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps([asdict(s) for s in strikes], indent=1))
+    part.replace(path)
+
+
+class Supervisor:
+    """A run with driver faults: the driver runs as a child process (``python -m skewbench.bench.spark.run``);
+    when a driver fault's share of the messages is done (:func:`share_done`) its process group — the Python
+    driver and its JVM — is killed with SIGKILL, and DOWN seconds later a new driver resumes the run from its
+    checkpoints (``--resume DIR.partial``).  :meth:`run` returns the last driver's exit code."""
+
+    def __init__(self, config, log):
+        from skewbench.bench.spark.run import driver_folder
+
+        self.config, self.log = config, log
+        self.folder = Path(config.out).with_name(Path(config.out).name + ".partial")
+        self.path = driver_folder(self.folder) / "faults.json"
+
+    def run(self) -> int:
+        with tempfile.TemporaryDirectory(prefix="skewbench-driver-") as scratch:
+            config = Path(scratch) / "config.json"
+            config.write_text(json.dumps(asdict(self.config)))
+            child = self._start(str(config))
+            try:
+                for fault in (f for f in parse_all(self.config.faults) if f.kind == "driver"):
+                    while child.poll() is None and share_done(self.folder) < fault.at:
+                        time.sleep(0.2)
+                    if child.poll() is not None:  # it ended (done, or failed) first
+                        break
+                    killed_at = self._kill(child, fault)
+                    time.sleep(max(0.0, killed_at + fault.down - time.time()))
+                    strikes = load_strikes(self.path)
+                    strikes[-1].restarted_at = time.time()
+                    save_strikes(self.path, strikes)  # before the new driver reads them
+                    child = self._start("--resume", str(self.folder))
+                return child.wait()
+            except BaseException:  # Ctrl-C reaches only this process: the driver stops as it would have
+                if child.poll() is None:
+                    os.killpg(child.pid, signal.SIGINT)
+                    child.wait(60)
+                raise
+
+    def _start(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "skewbench.bench.spark.run", *args], stdout=subprocess.DEVNULL,
+                                stderr=self.log, start_new_session=True)  # its own group: the JVM dies with it
+
+    def _kill(self, child: subprocess.Popen, fault: Fault) -> float:
+        import psutil  # the driver's environment has it (.venv-cluster)
+
+        driver = psutil.Process(child.pid)
+        processes = [driver, *driver.children(recursive=True)]
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        killed_at = time.time()
+        save_strikes(self.path, [*load_strikes(self.path), Strike(fault.name, "driver", killed_at, len(processes))])
+        print(f"fault {fault.name}: killed the driver ({len(processes)} processes)", file=self.log, flush=True)
+        return killed_at
+
+
+def share_done(folder: Path) -> float:
+    """The share of the stream's messages the run in ``folder`` has done, from its driver's checkpoint: its
+    batches end at increasing seqs (the generated stream)."""
+    from skewbench.bench.spark.latency import seqs
+    from skewbench.bench.spark.run import driver_folder
+
+    kept = sorted(driver_folder(folder).glob("batch-*.pickle"))
+    run = driver_folder(folder) / "run.json"
+    if not kept or not run.exists():
+        return 0.0
+    records = pickle.loads(kept[-1].read_bytes())
+    last = max((int(seqs(r["messages"])[-1]) for r in records if r["messages"]["count"]), default=-1)
+    return (last + 1) / json.loads(run.read_text())["config"]["messages"]
+
+
+def recovery(batches: pd.DataFrame, killed_at: float) -> float | None:
+    """Seconds from ``killed_at`` to the end of the first batch that began after it and took at most
+    :data:`PACE` × the median duration of the batches before it; None if none did (or none came before)."""
+    before = batches[batches["started"] + batches["duration"] <= killed_at]
+    if before.empty:
+        return None
+    pace = PACE * float(before["duration"].median())
+    after = batches[(batches["started"] >= killed_at) & (batches["duration"] <= pace)]
+    if after.empty:
+        return None
+    return float(after["started"].iloc[0] + after["duration"].iloc[0] - killed_at)

@@ -1,0 +1,173 @@
+"""Faults on the local cluster (``skewbench run --faults``, bench/spark/faults.py): a worker node killed mid-run
+(every process in its namespace) and the broker killed mid-stream; each run still gives the reference's answer,
+every message counted once, and says how long the batches took to get back to their pace."""
+import json
+import os
+import pickle
+import subprocess
+import urllib.request
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skewbench.bench.spark import faults
+from skewbench.bench.spark.faults import Fault, FaultError, parse_all, recovery, share_done
+from skewbench.bench.spark.run import CLUSTER_PYTHON, ROOT
+
+MESSAGES = 16_000
+RUN = {"app": "wordcount", "scheme": "pkg", "workers": 3, "sources": 2, "delay_ms": 0.05, "messages": MESSAGES,
+       "batch_rows": 2000, "rate": 2000, "workload": "zipf:z=1.2,keys=500"}
+
+
+def checked(summary: dict, specs: list[str]) -> None:
+    """The run's answer is the reference's, every message counted once, each fault struck and said."""
+    assert summary["correct"], specs
+    assert summary["messages_counted"] == summary["messages"] and summary["duplicates"] == 0, specs
+    assert [f["fault"] for f in summary["faults"]] == specs, summary["faults"]
+    for fault, spec in zip(summary["faults"], specs):
+        assert fault["processes_killed"] >= 1 and fault["down_s"] >= Fault.parse(spec).down, fault
+        print(f"{spec}: {summary['messages']:,} messages in, {summary['messages_counted']:,} counted, "
+              f"{summary['duplicates']} duplicates; {fault['node']} killed ({fault['processes_killed']} processes), "
+              f"down {fault['down_s']:.1f} s, batches back at their pace after {fault['recovery_s']} s")
+
+
+@pytest.mark.spark
+def test_a_killed_worker_node_and_a_killed_driver_lose_and_repeat_nothing(spark_cluster, tmp_path):
+    """The last worker node killed at 25 % of the stream, the driver at 60 %: the driver is restarted from the
+    checkpoints by `skewbench run` itself, and the restarted driver still knows of the worker's fault."""
+    options = [part for key, value in RUN.items() for part in (f"--{key.replace('_', '-')}", str(value))]
+    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.cli", "run", *options, "--faults",
+                           "worker@0.25+3,driver@0.6+2", "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT,
+                          env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "exactly once: 16,000 messages in, 16,000 counted, 0 duplicates" in done.stdout, done.stdout
+    checked(json.loads((tmp_path / "run" / "summary.json").read_text()), ["worker@0.25+3", "driver@0.6+2"])
+    assert not (tmp_path / "run" / "checkpoint" / "driver").exists()  # the driver's checkpoint: scratch
+    state = json.loads((spark_cluster.parent.parent / "state.json").read_text())
+    with urllib.request.urlopen(f"http://{state['nodes']['master']['ip']}:8080/json/", timeout=5) as reply:
+        alive = {w["host"] for w in json.load(reply)["workers"] if w["state"] == "ALIVE"}
+    assert alive == {n["ip"] for name, n in state["nodes"].items() if name.startswith("worker")}  # all back
+
+
+@pytest.mark.spark
+def test_a_killed_broker_loses_nothing_it_acknowledged(spark_cluster, tmp_path):
+    """The broker killed at 20 % of the stream (half of it, 16 s at 500 messages/s: locust is still sending while
+    Spark's first batches run): both wait for it, and it kept every entry it had acknowledged."""
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({**RUN, "messages": MESSAGES // 2, "batch_rows": 1000, "rate": 500,
+                                  "faults": "broker@0.2+2", "ingest": "locust", "out": str(tmp_path / "run")}))
+    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.bench.spark.run", str(config)],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT,
+                          env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    summary = json.loads(done.stdout.splitlines()[-1])
+    checked(summary, ["broker@0.2+2"])
+    ingest = summary["ingest"]
+    assert ingest["messages"] == MESSAGES // 2, ingest  # the broker kept what it acknowledged
+    print(f"locust sent at {ingest['achieved_rate']:,.0f} messages/s, at most {ingest['lag_max']:.2f} s late")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("worker", r"is not KIND@AT\+DOWN"),
+    ("disk@0.5+1", "unknown kind 'disk'"),
+    ("worker@1.5+1", "AT must be between 0 and 1"),
+    ("worker@0.5+900", "DOWN at most 600 s"),
+    ("worker@0.5+1,worker@0.5+1", "names a fault twice"),
+])
+def test_a_fault_that_cannot_be_written_is_refused(spec, message):
+    with pytest.raises(FaultError, match=message):
+        parse_all(spec)
+
+
+def test_faults_strike_in_the_order_of_their_share_of_the_stream():
+    assert [f.name for f in parse_all("broker@0.6+2, worker@0.25+5")] == ["worker@0.25+5", "broker@0.6+2"]
+    assert parse_all("") == []
+
+
+def test_a_fault_this_run_cannot_have_is_refused(tmp_path):
+    with pytest.raises(FaultError, match="needs --ingest locust"):
+        faults.check("broker@0.5+1", "engine", tmp_path)
+    with pytest.raises(FaultError, match="needs the local cluster"):
+        faults.check("worker@0.5+1", "engine", None)
+    (tmp_path / "state.json").write_text(json.dumps({"mode": "loopback", "nodes": {}}))
+    with pytest.raises(FaultError, match="network namespaces"):
+        faults.check("worker@0.5+1", "engine", tmp_path)
+    (tmp_path / "state.json").write_text(json.dumps({"mode": "netns", "nodes": {"worker1": {}}}))
+    with pytest.raises(FaultError, match="BROKER=1"):
+        faults.check("broker@0.5+1", "locust", tmp_path)
+    assert faults.check("worker@0.5+1", "engine", tmp_path) == [Fault("worker", 0.5, 1)]
+
+
+def test_recovery_ends_with_the_first_batch_back_at_the_old_pace():
+    # batches of 1 s; the kill at 3.5 s; batch 4 (4-9 s) waits for the lost executor, batch 5 (9-10 s) is back
+    batches = pd.DataFrame({"started": [0.0, 1, 2, 3, 4, 9], "duration": [1.0, 1, 1, 1, 5, 1]})
+    assert recovery(batches, 3.5) == 10 - 3.5
+    assert recovery(batches.iloc[:5], 3.5) is None  # never back before the run ended
+    assert recovery(batches, 0.5) is None  # no batch before it to say what the pace was
+
+
+def kept_batch(folder, batch_id, seq, committed=True, final=None):
+    """What a driver kept of a batch (run.Collector): one worker's record and metrics row, and Spark's commit."""
+    from skewbench.bench.spark.latency import handled
+    from skewbench.bench.spark.run import driver_folder
+
+    record = {"worker": 0, "messages": handled(np.array(seq), np.zeros(len(seq))), "t_end": 1.0 + batch_id,
+              "state": final, "final": final is not None}
+    (driver_folder(folder) / f"batch-{batch_id:06d}.pickle").write_bytes(pickle.dumps([record]))
+    pd.DataFrame({"batch": [batch_id], "worker": [0], "stored": [len(seq)]}).to_parquet(
+        folder / "metrics" / f"batch-{batch_id:06d}.parquet")
+    if committed:
+        (folder / "checkpoint" / "commits" / str(batch_id)).write_text("v1\n{}")
+
+
+def test_a_restarted_driver_counts_the_committed_batches_again_and_no_other(tmp_path):
+    from skewbench.bench.spark.run import Collector
+
+    first = Collector(tmp_path, messages=6)
+    (tmp_path / "checkpoint" / "commits").mkdir()
+    kept_batch(tmp_path, 0, [0, 1, 2])
+    kept_batch(tmp_path, 1, [3, 4], committed=False)  # the driver died before Spark committed it: run again
+    again = Collector(tmp_path, messages=6)
+    again.restore()
+    assert (again.done, again.duplicates, again.batches, sorted(again.latency)) == (3, 0, 1, [0])
+    assert first.done == 0 and share_done(tmp_path) == 0  # no run.json: not a run's folder
+    kept_batch(tmp_path, 1, [3, 4, 5], final="state")
+    kept_batch(tmp_path, 2, [2, 3])  # a replay that was not exactly once
+    again = Collector(tmp_path, messages=6)
+    again.restore()
+    assert (again.done, again.duplicates, again.states) == (6, 2, {0: "state"})
+    (tmp_path / "checkpoint" / "driver" / "run.json").write_text(json.dumps({"config": {"messages": 6}}))
+    assert share_done(tmp_path) == 4 / 6  # the last batch kept ended at seq 3
+
+
+def test_the_progress_of_every_batch_survives_a_restart(tmp_path):
+    from skewbench.bench.spark.run import ProgressLog, driver_folder
+
+    driver_folder(tmp_path).mkdir(parents=True)
+    report = lambda batch, rows: SimpleNamespace(json=json.dumps({"batchId": batch, "numInputRows": rows}))  # noqa: E731
+    log = ProgressLog(tmp_path)
+    for batch, rows in [(0, 4), (0, 4), (1, 0), (1, 6)]:  # the same report twice, an idle trigger
+        log.keep(report(batch, rows))
+    log.keep(None)
+    later = ProgressLog(tmp_path)  # a new driver's
+    assert [p["batchId"] for p in later.all([{"batchId": 2, "numInputRows": 3}])] == [0, 1, 2]
+    assert later.all([{"batchId": 1, "numInputRows": 7}])[1]["numInputRows"] == 7  # run again: the newer report
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--faults", "disk@0.5+1"], "--faults: fault 'disk@0.5+1': unknown kind 'disk'"),
+    (["--faults", "driver@0.5+1", "--scheme", "mixed", "--rebalance-every", "2"],
+     "a driver fault needs a run a new driver can finish"),
+    (["--faults", "driver@0.5+1", "--scheme", "pkg-global"], "a driver fault needs a run a new driver can finish"),
+])
+def test_faults_a_run_cannot_have_are_usage_errors(tmp_path, capsys, options, message):
+    from skewbench.cli import main
+
+    args = ["run", "--app", "wordcount", "--scheme", "pkg", "--workers", "2", "--messages", "2000", *options,
+            "--out", str(tmp_path / "x")]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.partial").exists()
