@@ -49,6 +49,10 @@ def studies(tmp_path: Path) -> list[str]:
     return [str(p) for p in paths]
 
 
+# An engine model as a bench fits it (engine_model.json): a micro-batch costs the engine 0.95 s and 30 µs a copy.
+GIVEN_MODEL = {"intercept_s": 0.95, "coef_s": {}, "per_copy_s": {"wordcount": 3e-05}, "runs": 2, "serial": 0.0,
+               "terms": ["workers", "sources", "copies"], "source": "",
+               "levers": "fs-checkpoints+no-crc+pack+defer-sleep"}
 # The tests measure nothing, so no warm-up run (the bench's own JIT warm-up costs each bench ~20 s), except
 # where a test asks for one (a later --warm-up-batches wins).
 WARM_UP = ("--warm-up-batches", "0")
@@ -183,8 +187,9 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
 
 @pytest.mark.spark
 def test_sustainable_search_brackets_a_rate_the_workers_carry(spark_cluster, tmp_path):
-    """The search (its start predicted by the bench's own engine calibration) ends with a carried and a
-    failed rate, each verdict the one its run's batches give, the carried rate under the workers' limit."""
+    """The search (its start predicted by an engine model given with --engine-model, which the bench uses
+    instead of calibrating) ends with a carried and a failed rate, each verdict the one its run's batches give,
+    the carried rate under the workers' limit."""
     from skewbench.bench.sustainable import verdict
 
     study = tmp_path / "sus.yaml"
@@ -200,10 +205,16 @@ def test_sustainable_search_brackets_a_rate_the_workers_carry(spark_cluster, tmp
         batches: 4
         sustainable: {seconds: 6}
         """))
-    out = tmp_path / "out"
-    code, log = finished(bench(str(study), "--out", str(out), conf=spark_cluster, cache=tmp_path / "cache"))
-    assert code == 0, log[-4000:]
+    out, given = tmp_path / "out", tmp_path / "engine_model.json"
+    given.write_text(json.dumps(GIVEN_MODEL))
+    code, log = finished(bench(str(study), "--out", str(out), "--engine-model", str(given), conf=spark_cluster,
+                               cache=tmp_path / "empty"))
+    assert code == 0 and f"engine model: --engine-model {given}" in log, log[-4000:]
+    assert not (tmp_path / "empty" / "engine").exists()  # nothing calibrated (the no-fork lever's jar is there)
+    model = json.loads((out / "engine_model.json").read_text())
+    assert model["source"].startswith(f"--engine-model {given}") and model["intercept_s"] == 0.95
     table = pd.read_csv(out / "results.csv")
+    assert table["predicted_throughput"].notna().all()
     search = table[table["search_of"].notna()]
     assert 2 <= len(search) <= 6 and search["correct"].all() and search["sim_exact"].all()
     assert (search["rate"] > 0).all() and search["messages"].max() <= 6 * search["rate"].max() + 1
@@ -222,7 +233,7 @@ def test_sustainable_search_brackets_a_rate_the_workers_carry(spark_cluster, tmp
 @pytest.mark.spark
 def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibration(spark_cluster, tmp_path):
     """No engine study: the bench calibrates the engine itself and every row is predicted; a second bench on
-    the same cluster and code reuses the cached calibration; --engine-model takes an earlier bench's model.
+    the same cluster and code reuses the cached calibration.
     The point scales out while it runs (a study's live-routing factors), exactly as simulated."""
     study = tmp_path / "tiny.yaml"
     study.write_text(textwrap.dedent(MEASURED.replace("apps: [wordcount, naivebayes]", "apps: wordcount")
@@ -246,12 +257,4 @@ def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibrat
     code, log = finished(bench(str(study), "--out", str(tmp_path / "second"), conf=spark_cluster, cache=cache))
     assert code == 0 and "the cached calibration" in log and "engine-calibration:" not in log, log[-3000:]
     assert json.loads((tmp_path / "second" / "engine_model.json").read_text()) == model
-
-    given = tmp_path / "first" / "engine_model.json"
-    code, log = finished(bench(str(study), "--out", str(tmp_path / "third"), "--engine-model", str(given),
-                               conf=spark_cluster, cache=tmp_path / "empty"))
-    assert code == 0 and f"engine model: --engine-model {given}" in log, log[-3000:]
-    assert not (tmp_path / "empty" / "engine").exists()  # nothing calibrated (the no-fork lever's jar is there)
-    third = json.loads((tmp_path / "third" / "engine_model.json").read_text())
-    assert third["source"].startswith(f"--engine-model {given}") and third["intercept_s"] == model["intercept_s"]
-    assert pd.read_csv(tmp_path / "third" / "results.csv")["predicted_throughput"].notna().all()
+    # (--engine-model, a model given instead: the sustainable search's test.)

@@ -3,13 +3,15 @@
 Fidelity: for kg, sg and pkg (S=2, W=4, a Zipf stream, shuffle and key split) the messages each Spark
 worker stored equal the simulator's per-worker loads for the same stream, seed and split, exactly;
 worker *i* ran on Spark partition *i* mod P (P = 2 tasks: the cluster's machine has 2 cores and the
-``pack`` lever shares them among the W = 4 sleeping workers; P = W with the levers off); for every
-scheme the pipeline runs (adaptive ones with a table fitted on a warm-up prefix) and every app, the answer equals the single-process reference: word
-counts, self-join pairs, Naive Bayes model and accuracy (probes to 1, 2 and W workers); pkg-probe and
-pkg-global, told the workers' true loads before every batch, route as the simulator says.  Every run has
-every engine lever on but the key-split ones, which run Spark as configured, and the CLI run, which has
-the default set: all give the same answers, and only Spark as configured writes Hadoop's ``.crc`` files.  A run interrupted with Ctrl-C
-leaves only ``OUT.partial`` with its INCOMPLETE marker.
+``pack`` lever shares them among the W = 4 sleeping workers; P = W with the levers off); for word count
+under every scheme the pipeline runs (adaptive ones with a table fitted on a warm-up prefix), and the
+self-join and Naive Bayes under a scheme of each way of sending a key's copies (:data:`HOLDERS`), the
+answer equals the single-process reference: word counts, self-join pairs, Naive Bayes model and accuracy
+(probes to 1, 2 and W workers); pkg-probe and pkg-global, told the workers' true loads before every batch,
+route as the simulator says.  Every run has every engine lever on but the key-split ones, which run Spark
+as configured, and the CLI run, which has the default set: all give the same answers, and only Spark as
+configured writes Hadoop's ``.crc`` files.  A run interrupted with Ctrl-C leaves only ``OUT.partial`` with
+its INCOMPLETE marker.
 """
 import json
 import os
@@ -41,7 +43,12 @@ def supported() -> list[str]:
 
 
 SCHEMES = supported()
-CASES = ([(app, scheme, "shuffle") for app in ("wordcount", "selfjoin", "naivebayes") for scheme in SCHEMES]
+# Word count under every scheme (its routing is the simulator's, exactly); the self-join and Naive Bayes under
+# a scheme of each way of sending a key's copies — 1, 2, d or W holders, a table, load feedback, DKG's rings —
+# as the bench's `matrix` study runs them under every scheme, checked against the reference.
+HOLDERS = ("kg", "pkg", "sg", "dchoices", "wchoices", "mixed", "pkg-probe", "dkg")
+CASES = ([("wordcount", scheme, "shuffle") for scheme in SCHEMES]
+         + [(app, scheme, "shuffle") for app in ("selfjoin", "naivebayes") for scheme in HOLDERS]
          + [("wordcount", scheme, "key") for scheme in ("kg", "sg", "pkg")])
 APP_WORKLOADS = {"wordcount": WORKLOAD, "selfjoin": "ticks:symbols=200", "naivebayes": "docs:classes=4"}
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"

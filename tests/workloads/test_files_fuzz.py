@@ -55,9 +55,11 @@ def test_a_valid_csv_loads_exactly_its_keys_and_times(tmp_path, rows, gz):
     assert np.array_equal(stream.clock, [t for _, t in rows])
 
 
-FIELD = st.text(st.characters(exclude_categories=("Zs", "Cc", "Zl", "Zp")), min_size=1, max_size=10)
+# Any text a file can hold: no surrogates (Cs), which no UTF-8 file encodes (naming categories drops
+# hypothesis's default exclusion of them).
+FIELD = st.text(st.characters(exclude_categories=("Zs", "Cc", "Zl", "Zp", "Cs")), min_size=1, max_size=10)
 LINES = st.lists(st.one_of(
-    st.text(st.characters(exclude_characters="\r\n"), max_size=40),
+    st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\r\n"), max_size=40),
     st.tuples(FIELD, FIELD, st.one_of(st.integers(0, 30).map(str), st.sampled_from(("²", "٣", "-1", "1.5"))),
               FIELD).map(" ".join)), max_size=20)
 
