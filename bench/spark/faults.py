@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -173,9 +172,13 @@ class Injector:
         """The nodes struck and not started again (a driver is started again by :class:`Supervisor`)."""
         return [s for s in self.strikes if s.restarted_at is None and s.node != "driver"]
 
-    def settle(self, timeout: float = SETTLE_S) -> None:
-        """:meth:`restore`, then wait until every struck node is back (a worker ALIVE at the master), so
-        that the cluster is left as it was found."""
+    def settle(self, on_time: bool = False, timeout: float = SETTLE_S) -> None:
+        """Start again every struck node still down — now, or (``on_time``) when its DOWN is over — then wait
+        until every struck node is back (a worker ALIVE at the master): at a run's end, so that the cluster
+        is left as it was found; before a restarted driver asks for its slots, since the driver that struck
+        the node died before it could start it again."""
+        for strike in self._down() if on_time else ():
+            time.sleep(max(0.0, strike.killed_at + Fault.parse(strike.fault).down - time.time()))
         self.restore()
         deadline = time.monotonic() + timeout
         while any(s.node.startswith("worker") for s in self.strikes) and not self._all_back():
@@ -185,12 +188,13 @@ class Injector:
             time.sleep(1)
 
     def _all_back(self) -> bool:
+        from skewbench.bench.spark.run import RunError, master_status
+
         state = self._state
-        master = f"http://{state['nodes']['master']['ip']}:8080/json/"
         try:
-            with urllib.request.urlopen(master, timeout=2) as reply:
-                alive = {w["host"] for w in json.load(reply)["workers"] if w["state"] == "ALIVE"}
-        except OSError:
+            alive = {w["host"] for w in master_status(state["nodes"]["master"]["ip"])["workers"]
+                     if w["state"] == "ALIVE"}
+        except RunError:
             return False
         return all(state["nodes"][s.node]["ip"] in alive for s in self.strikes if s.node.startswith("worker"))
 
@@ -226,9 +230,12 @@ class Supervisor:
 
         self.config, self.log = config, log
         self.folder = Path(config.out).with_name(Path(config.out).name + ".partial")
-        self.path = driver_folder(self.folder) / "faults.json"
+        self.driver = driver_folder(self.folder)
+        self.path = self.driver / "faults.json"
 
     def run(self) -> int:
+        from skewbench.bench.spark.run import local_cluster_dir
+
         with tempfile.TemporaryDirectory(prefix="skewbench-driver-") as scratch:
             config = Path(scratch) / "config.json"
             config.write_text(json.dumps(asdict(self.config)))
@@ -245,7 +252,10 @@ class Supervisor:
                     strikes[-1].restarted_at = time.time()
                     save_strikes(self.path, strikes)  # before the new driver reads them
                     child = self._start("--resume", str(self.folder))
-                return child.wait()
+                code = child.wait()
+                if code:  # a driver that failed may have left a struck node down
+                    Injector([], local_cluster_dir(), self.driver).restore()
+                return code
             except BaseException:  # Ctrl-C reaches only this process: the driver stops as it would have
                 if child.poll() is None:
                     os.killpg(child.pid, signal.SIGINT)

@@ -581,6 +581,8 @@ def resume(partial: Path, log=sys.stderr) -> dict:
     config = Config(**kept["config"])
     if not resumable(config):
         raise RunError(f"{NOT_RESUMABLE}: run it again")
+    faults.Injector(faults.parse_all(config.faults), local_cluster_dir(), driver_folder(partial), log).settle(
+        on_time=True)  # a node the dead driver struck and had not started again: its slots are needed
     wait_for_slots(config)
     app, status = check(config, resuming=True)
     return drive(config, app, status, partial, log, started=kept["started"])
