@@ -2,7 +2,8 @@
 #   make -f infra/cluster.mk cluster-up WORKERS=3
 # CLOUD=local (default): 1 master + WORKERS workers on this machine, one network namespace each
 #   (MEMORY per worker for executors, EXECUTOR_MEMORY = spark.executor.memory, BROKER=1: also a Redis broker node,
-#   ENCRYPT=1: Spark's RPC and block transfers encrypted),
+#   ENCRYPT=1: Spark's RPC and block transfers encrypted, SSH=1: every node reached and provisioned over SSH as a
+#   VM is, from the inventory infra/aws/inventory.tftpl renders),
 #   (CLUSTER_MODE=auto|netns|loopback, CLUSTER_NET=10.77.0, CLUSTER_PREFIX=sb, NETEM="delay 1ms rate 1gbit").
 # CLOUD=aws: Terraform VMs in infra/aws (needs terraform, AWS credentials, infra/aws/terraform.tfvars).
 WORKERS        ?= 2
@@ -12,6 +13,7 @@ EXECUTOR_MEMORY ?= 512m
 NETEM          ?=
 BROKER         ?=
 ENCRYPT        ?=
+SSH            ?=
 CLOUD          ?= local
 CLUSTER_DIR    ?= .cluster
 CLUSTER_NET    ?= 10.77.0
@@ -51,7 +53,7 @@ $(LINT_STAMP): infra/requirements-lint.txt
 ifeq ($(CLOUD),local)
 cluster-up: infra-setup  ## start (or repair) the cluster; a no-op when it is healthy
 	$(CLUSTER) up --workers $(WORKERS) --cores $(CORES) --memory $(MEMORY) --executor-memory $(EXECUTOR_MEMORY) --net $(CLUSTER_NET) --prefix $(CLUSTER_PREFIX) \
-	    --mode $(CLUSTER_MODE) --timeout $(CLUSTER_TIMEOUT) $(if $(NETEM),--netem "$(NETEM)") $(if $(BROKER),--broker) $(if $(ENCRYPT),--encrypt)
+	    --mode $(CLUSTER_MODE) --timeout $(CLUSTER_TIMEOUT) $(if $(NETEM),--netem "$(NETEM)") $(if $(BROKER),--broker) $(if $(ENCRYPT),--encrypt) $(if $(SSH),--ssh)
 
 cluster-status: infra-setup  ## master URL, workers with cores/memory/state, UI URLs
 	$(CLUSTER) status

@@ -157,8 +157,10 @@ class Injector:
         self._say(f"fault {fault.name}: killed {node} ({len(pids)} processes)")
 
     def _restart(self, strike: Strike) -> None:
+        netns = self._state["nodes"][strike.node]["netns"]  # a launcher of an SSH-reached node (up --ssh) runs
+        inside = ["ip", "netns", "exec", netns] if netns else []  # where its sshd does: in the namespace
         for launcher in sorted((self.cluster / strike.node / "bin").glob("*.sh")):
-            subprocess.run([str(launcher), "start"], capture_output=True, text=True, check=True)
+            subprocess.run([*inside, str(launcher), "start"], capture_output=True, text=True, check=True)
         strike.restarted_at = time.time()
         save_strikes(self.path, self.strikes)
         self._say(f"fault {strike.fault}: {strike.node} started again")

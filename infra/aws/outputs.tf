@@ -9,6 +9,22 @@ locals {
     worker_cores    = var.worker_cores
     worker_memory   = var.worker_memory
     executor_memory = var.executor_memory
+    # What a VM site answers to ansible/group_vars/all.yml (a local cluster over SSH renders the same
+    # template with its own: infra/local/cluster.py). Each becomes an all.vars line, JSON-encoded.
+    site = {
+      node_become              = true # the login user is not root: sudo
+      cluster_dir              = "/opt/skewbench"
+      common_python            = "/usr/bin/python3" # Debian's: it makes the skewbench venv
+      skewbench_venv           = "/opt/skewbench/venv"
+      skewbench_source         = "/opt/skewbench/skewbench-{{ skewbench_version }}-py3-none-any.whl"
+      skewbench_editable       = false
+      skewbench_wheel          = "{{ inventory_dir }}/dist/skewbench-{{ skewbench_version }}-py3-none-any.whl"
+      spark_user               = "spark"
+      service_manager          = "systemd"
+      metrics_scope            = "netns" # a node is what runs in its network namespace: the whole VM
+      spark_daemon_memory      = "1g"
+      spark_network_encryption = true # node-to-node traffic crosses the cloud's network
+    }
   }
 }
 
@@ -52,6 +68,11 @@ output "executor_memory" {
   value       = local.inventory.executor_memory
 }
 
+output "site" {
+  description = "Site settings of the inventory (ansible/group_vars/all.yml says which)."
+  value       = local.inventory.site
+}
+
 output "inventory" {
   description = "Ansible inventory (YAML): terraform output -raw inventory > inventory.yml"
   value = templatefile("${path.module}/inventory.tftpl", {
@@ -63,5 +84,6 @@ output "inventory" {
     worker_cores    = local.inventory.worker_cores
     worker_memory   = local.inventory.worker_memory
     executor_memory = local.inventory.executor_memory
+    site            = local.inventory.site
   })
 }

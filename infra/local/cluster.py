@@ -8,7 +8,12 @@ same Ansible plays as cloud VMs (``ansible/site.yml``); this script plays Terraf
 the "machines" and writes the inventory. Drivers run on the host (the load generator node) with
 ``SPARK_CONF_DIR=<dir>/loadgen/conf``, which holds the master URL and the shared secret.
 
-    cluster.py up [--workers N] [--cores C] [--broker] [--encrypt] [--netem "delay 1ms rate 1gbit"]   # idempotent
+With ``--ssh`` the nodes are reached as VMs are: ``ansible/ssh.yml`` gives every node an sshd on its own
+address and one login user with sudo; then ``site.yml`` provisions them over SSH with become, from the
+inventory Terraform's template (``infra/aws/inventory.tftpl``) renders for them — the cloud path, all but
+the VMs' creation.
+
+    cluster.py up [--workers N] [--cores C] [--broker] [--encrypt] [--ssh] [--netem "delay 1ms rate 1gbit"]
     cluster.py status                                                          # exit 3 unless healthy
     cluster.py down                                                            # stops only what up started
 
@@ -25,6 +30,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -35,11 +41,15 @@ import yaml
 PREFIX_RULE = re.compile(r"[a-z][a-z0-9]{0,3}")  # names derive from it: interface names are short
 ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE = ROOT / "ansible"
+AWS = ROOT / "infra" / "aws"
 NODE_VENV = ROOT / ".venv-cluster"  # every local node's Python: the project, PySpark, psutil (pinned by Ansible)
 MASTER_PORTS = (7077, 8080)  # must match ansible/group_vars/all.yml
 WORKER_PORTS = (7078, 8081)
 BROKER_PORT, BROKER_USER = 6379, "skewbench"
 UI_PORT = {"master": 8080, "worker": 8081}
+TERRAFORM_MISSING = ("--ssh renders the cloud's inventory template with Terraform, which is not installed: "
+                     "https://developer.hashicorp.com/terraform/install")
+SSH_PORT = 2222  # the nodes' sshd (--ssh): not 22, which the host's own sshd may hold on every address
 SPARK_MARKERS = ("org.apache.spark.", "pyspark", "skewbench.bench.spark.daemon", "skewbench_metrics")
 
 
@@ -258,40 +268,91 @@ def ours(state):
 
 # --- Ansible ------------------------------------------------------------------------------------
 
-def write_inventory(state, args):
+def site_vars(state):
+    """This machine's answers to what the inventory must say of a site (ansible/group_vars/all.yml): the
+    project's venv and checkout instead of a wheel in /opt, PID-file launchers instead of systemd."""
+    return {
+        "cluster_dir": state["dir"],
+        "common_python": getattr(sys, "_base_executable", sys.executable),
+        "skewbench_venv": str(NODE_VENV),
+        "skewbench_source": str(ROOT),
+        "skewbench_editable": True,
+        "skewbench_wheel": "",
+        "service_manager": "pidfile",
+        "metrics_scope": "netns" if state["mode"] == "netns" else "dir",
+        "spark_daemon_memory": "256m",
+        "spark_network_encryption": bool(state.get("encrypt")),
+    }
+
+
+def groups(state):
+    """The inventory's groups: {group: [node name]}."""
+    nodes = state["nodes"]
+    return {"masters": ["master"], "workers": [n for n in nodes if n.startswith("worker")], "loadgens": ["loadgen"],
+            "brokers": [n for n in nodes if n == "broker"]}
+
+
+def write_inventory(state, args, name="inventory.yml"):
     """The local counterpart of Terraform's inventory: same groups, local connection, PID files."""
     def hosts(names):
         return {"hosts": {n: {"node_ip": state["nodes"][n]["ip"], "netns": state["nodes"][n]["netns"]}
                           for n in names}}
 
-    workers = [n for n in state["nodes"] if n.startswith("worker")]
     inventory = {"all": {
         "vars": {
             "ansible_connection": "local",
             "ansible_python_interpreter": sys.executable,
             "node_become": False,  # local nodes run as the caller; up() checked what would need root
-            "cluster_dir": state["dir"],
-            "common_python": getattr(sys, "_base_executable", sys.executable),
-            "skewbench_venv": str(NODE_VENV),
-            "skewbench_source": str(ROOT),
-            "skewbench_editable": True,
-            "skewbench_wheel": "",
             "spark_user": getpass.getuser(),
-            "service_manager": "pidfile",
-            "metrics_scope": "netns" if state["mode"] == "netns" else "dir",
+            **site_vars(state),
             "spark_worker_cores": args.cores,
             "spark_worker_memory": args.memory,
             "spark_executor_memory": args.executor_memory,
-            "spark_daemon_memory": "256m",
-            "spark_network_encryption": bool(state.get("encrypt")),
+            **({"ssh_login": ssh_login(state), "ssh_port": SSH_PORT} if state.get("ssh") else {}),
         },
-        "children": {"masters": hosts(["master"]), "workers": hosts(workers), "loadgens": hosts(["loadgen"]),
-                     "brokers": hosts([n for n in state["nodes"] if n == "broker"])},
+        "children": {group: hosts(names) for group, names in groups(state).items()},
     }}
-    path = Path(state["dir"], "inventory.yml")
+    path = Path(state["dir"], name)
     path.write_text("# Written by infra/local/cluster.py up; ansible-playbook -i this ansible/site.yml\n"
                     + yaml.safe_dump(inventory, sort_keys=False))
     return path
+
+
+def ssh_login(state):
+    return f"{state['prefix']}-ssh"
+
+
+def write_ssh_inventory(state, args):
+    """The cloud's inventory for these nodes, reached over SSH: infra/aws/inventory.tftpl rendered by Terraform,
+    each node's address its public and private one, this machine's site vars (root by sudo from the login
+    user, as on a cloud image)."""
+    directory = state["dir"]
+    site = {**site_vars(state), "node_become": True, "spark_user": "root", "ansible_port": SSH_PORT,
+            "ansible_ssh_private_key_file": f"{directory}/ssh/login_key",
+            "ansible_ssh_common_args": f"-o UserKnownHostsFile={directory}/ssh/known_hosts"}
+    machines = {group: {n: {"public_ip": state["nodes"][n]["ip"], "private_ip": state["nodes"][n]["ip"]}
+                        for n in names} for group, names in groups(state).items()}
+    path = Path(directory, "inventory.yml")
+    path.write_text(templatefile(AWS / "inventory.tftpl", {
+        **machines, "ssh_user": ssh_login(state), "site": site, "worker_cores": args.cores,
+        "worker_memory": args.memory, "executor_memory": args.executor_memory}))
+    return path
+
+
+def templatefile(template, variables):
+    """Terraform's own ``templatefile(template, variables)``, through ``terraform console`` (no provider, no
+    state: a scratch folder with the template and the variables as JSON)."""
+    if shutil.which("terraform") is None:
+        raise ClusterError(TERRAFORM_MISSING)
+    with tempfile.TemporaryDirectory(prefix="skewbench-tf-") as scratch:
+        shutil.copy(template, scratch)
+        Path(scratch, "variables.json").write_text(json.dumps(variables))
+        done = subprocess.run(["terraform", "console"], cwd=scratch, capture_output=True, text=True, timeout=120,
+                              input=f'templatefile("{template.name}", jsondecode(file("variables.json")))\n',
+                              env={**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "TF_IN_AUTOMATION": "1"})
+    if done.returncode or "<<EOT\n" not in done.stdout:
+        raise ClusterError(f"terraform could not render {template}: {done.stderr.strip()[-2000:]}", code=1)
+    return done.stdout.split("<<EOT\n", 1)[1].rsplit("\nEOT", 1)[0] + "\n"  # console prints it as a heredoc
 
 
 def run_ansible(inventory, playbook="site.yml"):
@@ -309,12 +370,14 @@ def run_ansible(inventory, playbook="site.yml"):
     return sum(int(part.split("=")[1]) for part in recap.split() if part.startswith("changed="))
 
 
-def announce_installs(broker):
+def announce_installs(broker, ssh=False):
     """One line for each long install the plays are about to make, so that a first cluster-up says what it
     is doing instead of looking hung (the plays themselves print only their recap)."""
     versions = yaml.safe_load((ANSIBLE / "group_vars" / "all.yml").read_text())
     if broker and shutil.which("redis-server") is None:
         print(f"cluster: installing Redis ({versions['broker_package']}) with apt: the broker; once")
+    if ssh and not (Path("/usr/sbin/sshd").exists() and shutil.which("sudo")):
+        print("cluster: installing openssh-server and sudo with apt: the nodes' sshd; once")
     if shutil.which("java") is None:
         print(f"cluster: installing Java {versions['java_version']} ({versions['java_package']}) with apt: Spark "
               f"runs on it; once")
@@ -408,16 +471,18 @@ def up(args):
     mode = previous["mode"] if previous and args.mode == "auto" else choose_mode(args.mode, args.prefix)
     args.broker = args.broker or bool(previous and previous.get("broker"))  # a broker up stays: nothing needs it gone
     args.encrypt = args.encrypt or bool(previous and previous.get("encrypt"))  # and so does encryption
+    args.ssh = args.ssh or bool(previous and previous.get("ssh"))  # and so do the nodes' sshd
     shape = {"mode": mode, "net": args.net, "prefix": args.prefix, "workers": args.workers, "cores": args.cores,
              "memory": args.memory, "executor_memory": args.executor_memory, "netem": args.netem,
-             "broker": args.broker, "encrypt": args.encrypt}
+             "broker": args.broker, "encrypt": args.encrypt, "ssh": args.ssh}
     state = {"dir": directory, **shape, "ansible": ansible_digest(),
              "nodes": layout(mode, args.net, args.prefix, args.workers, args.broker)}
-    if previous and {k: {"broker": False, "encrypt": False, **previous}.get(k) for k in shape} != shape:
+    if previous and {k: {"broker": False, "encrypt": False, "ssh": False, **previous}.get(k) for k in shape} != shape:
         raise ClusterError(f"a cluster with another shape is up in {directory} "
                            f"({previous['workers']} workers, {previous['cores']} cores each, mode {previous['mode']}, "
                            f"{'a' if previous.get('broker') else 'no'} broker, "
-                           f"{'encrypted' if previous.get('encrypt') else 'plain'} RPC): run `make cluster-down` first")
+                           f"{'encrypted' if previous.get('encrypt') else 'plain'} RPC"
+                           f"{', nodes over SSH' if previous.get('ssh') else ''}): run `make cluster-down` first")
     if previous and healthy(state):
         if previous.get("ansible") == state["ansible"]:
             print(f"cluster: already up ({args.workers} workers ALIVE); nothing to do")
@@ -429,6 +494,11 @@ def up(args):
     if args.broker and shutil.which("redis-server") is None and os.geteuid() != 0:
         raise ClusterError("Redis is missing for the broker: install redis-server (apt), or run as root so Ansible "
                            "installs it")
+    if args.ssh and mode != "netns":
+        raise ClusterError("--ssh needs network namespaces (each node's sshd on its own address): run as root "
+                           "with CAP_SYS_ADMIN and CAP_NET_ADMIN")
+    if args.ssh and shutil.which("terraform") is None:
+        raise ClusterError(TERRAFORM_MISSING)
     if args.netem and mode != "netns":
         raise ClusterError("--netem needs network namespaces (loopback traffic cannot be shaped per node)")
     if args.netem and not previous:
@@ -445,8 +515,12 @@ def up(args):
     else:
         check_ports_free(state)
     Path(directory, "state.json").write_text(json.dumps(state, indent=1))
-    announce_installs(args.broker)
-    run_ansible(write_inventory(state, args))
+    announce_installs(args.broker, args.ssh)
+    if args.ssh:  # first an sshd on every node (locally), then every play over SSH, as on VMs
+        run_ansible(write_inventory(state, args, "bootstrap.yml"), "ssh.yml")
+        run_ansible(write_ssh_inventory(state, args))
+    else:
+        run_ansible(write_inventory(state, args))
     if NODE_VENV.is_dir():
         Path(NODE_VENV, ".gitignore").write_text("*\n")
     wait_healthy(state, args.timeout)
@@ -499,10 +573,19 @@ def down(args):
         pidfile.unlink()
     if state["mode"] == "netns":
         delete_network(state)
+    if state.get("ssh"):
+        remove_login(ssh_login(state))
     Path(state["dir"], "state.json").unlink()
     print(f"cluster: down in {time.monotonic() - started:.1f} s ({len(procs)} processes stopped"
           + (", namespaces and bridge removed)" if state["mode"] == "netns" else ")"))
     return 0
+
+
+def remove_login(name):
+    """The login user and its sudo rule, which up --ssh made (no process of it is left: its sessions ran
+    in the nodes, stopped with them)."""
+    Path("/etc/sudoers.d", name).unlink(missing_ok=True)
+    subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
 
 
 def main(argv=None):
@@ -519,6 +602,9 @@ def main(argv=None):
                       help="also a broker node: Redis Streams between the load generator and Spark's sources")
     p_up.add_argument("--encrypt", action="store_true",
                       help="encrypt Spark's RPC and block transfers (spark.network.crypto.enabled)")
+    p_up.add_argument("--ssh", action="store_true",
+                      help="reach every node over SSH, as a VM (its own sshd, a login user with sudo) and provision "
+                           "it from the inventory Terraform's template renders")
     p_up.add_argument("--netem", default="", help='tc netem options for every node link, e.g. "delay 1ms rate 1gbit"')
     p_up.add_argument("--mode", choices=("auto", "netns", "loopback"), default="auto",
                       help="netns needs root; auto falls back to loopback addresses")

@@ -88,6 +88,23 @@ def test_netem_probe_answers_on_this_machine(cluster):
     assert "sbnetem" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
+def test_ssh_without_namespaces_is_a_clear_error(cluster, tmp_path, capsys):
+    """Each node's sshd needs an address of its own: on loopback addresses there is no node to log in to."""
+    assert cluster.main(["--dir", str(tmp_path), "up", "--mode", "loopback", "--ssh"]) == 2
+    assert "--ssh needs network namespaces" in capsys.readouterr().err
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_ssh_without_terraform_is_a_clear_error(cluster, monkeypatch, tmp_path, capsys):
+    """The SSH inventory is the cloud's template rendered by Terraform itself."""
+    monkeypatch.setattr(cluster, "netns_unavailable", lambda prefix: None)
+    real_which = cluster.shutil.which
+    monkeypatch.setattr(cluster.shutil, "which", lambda name: None if name == "terraform" else real_which(name))
+    assert cluster.main(["--dir", str(tmp_path), "up", "--mode", "netns", "--ssh"]) == 2
+    assert "renders the cloud's inventory template with Terraform, which is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "state.json").exists()
+
+
 @pytest.mark.parametrize("prefix", ["toolong", "Sb", "s-b", ""])
 def test_bad_prefix_is_refused(cluster, tmp_path, capsys, prefix):
     assert cluster.main(["--dir", str(tmp_path), "up", "--prefix", prefix]) == 2

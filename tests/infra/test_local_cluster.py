@@ -1,6 +1,8 @@
 """End to end on this machine, through the real make targets and Ansible plays.
 
-Network namespaces (when this machine can make them): make cluster-up ENCRYPT=1 BROKER=1 → a PySpark job
+Network namespaces (when this machine can make them): make cluster-up ENCRYPT=1 BROKER=1 SSH=1 — the cloud
+path but the VMs' creation: every node gets an sshd and a login user with sudo, and the plays provision the
+nodes over SSH with become, from the inventory Terraform's template renders → a PySpark job
 from the load generator runs tasks on every worker node, over encrypted RPC → a second cluster-up (which
 keeps broker and encryption unasked) and an Ansible re-run change nothing →
 the broker lets only its user in, on its node's address, and keeps what it acknowledged through a kill →
@@ -23,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -147,8 +150,9 @@ def test_namespace_cluster_lifecycle(cluster_dir):
     if why:
         pytest.skip(f"network namespaces are not available here ({why}); the loopback test covers the fallback")
     cluster = cluster_dir
-    up, state, workers = cluster_up(cluster, "netns", ENCRYPT=1, BROKER=1)
+    up, state, workers = cluster_up(cluster, "netns", ENCRYPT=1, BROKER=1, SSH=1)
     assert len(set(workers.values())) == WORKERS
+    login = check_ssh(cluster, state)
 
     again = make("cluster-up", cluster, CLUSTER_MODE="netns", BROKER=1)
     assert again.returncode == 0 and "already up" in again.stdout, again.stdout + again.stderr
@@ -212,6 +216,33 @@ def test_namespace_cluster_lifecycle(cluster_dir):
     assert list(results.glob("worker1/work/app-*/*/stderr")), "executor logs were not collected"
 
     cluster_down(cluster)
+    assert subprocess.run(["id", login], capture_output=True).returncode != 0  # down removed the login user
+    assert not Path("/etc/sudoers.d", login).exists()
+
+
+def check_ssh(cluster, state):
+    """The nodes were provisioned over SSH, as VMs are: the inventory is infra/aws/inventory.tftpl's rendering
+    (the login user, become), every node's own sshd (on its address only) let that user in with the cluster's
+    key, and the user gets root by sudo; returns the login user."""
+    inventory = yaml.safe_load((cluster / "inventory.yml").read_text())["all"]
+    login = inventory["vars"]["ansible_user"]
+    assert login == f"{PREFIX}-ssh" and inventory["vars"]["node_become"] is True
+    assert inventory["children"]["workers"]["hosts"]["worker1"]["ansible_host"] == state["nodes"]["worker1"]["ip"]
+    assert (cluster / "inventory.yml").read_text().startswith("# Rendered by Terraform from infra/aws/inventory.tftpl")
+    for name, node in state["nodes"].items():
+        log = (cluster / name / "logs" / "sshd.out").read_text()
+        assert f"Accepted publickey for {login} from {state['nodes']['loadgen']['ip']}" in log, (name, log[-2000:])
+        if node["netns"]:
+            listening = subprocess.run(["ip", "netns", "exec", node["netns"], "ss", "-Hltn"], capture_output=True,
+                                       text=True).stdout.split()
+            assert f"{node['ip']}:2222" in listening and "0.0.0.0:2222" not in listening, (name, listening)
+    ssh = ["ssh", "-i", str(cluster / "ssh/login_key"), "-p", "2222", "-o", "BatchMode=yes",
+           "-o", f"UserKnownHostsFile={cluster / 'ssh/known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+           f"{login}@{state['nodes']['worker1']['ip']}"]
+    done = subprocess.run([*ssh, "id -un; sudo -n id -un; hostname -I"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.split() == [login, "root", state["nodes"]["worker1"]["ip"]], \
+        done.stdout + done.stderr
+    return login
 
 
 def check_broker(cluster, state):

@@ -126,7 +126,7 @@ def test_outputs_feed_the_inventory_template():
     directives = re.findall(r"%\{([^}]*)\}", template) + re.findall(r"\$\{([^}]*)\}", template)
     loop_vars = {v for d in directives for pair in re.findall(r"for\s+(\w+)\s*,\s*(\w+)\s+in", d) for v in pair}
     names = {w for d in directives for w in re.findall(r"\b([a-z_]+)\b", d)}
-    used = names - loop_vars - {"for", "in", "endfor", "public_ip", "private_ip"}
+    used = names - loop_vars - {"for", "in", "endfor", "jsonencode", "public_ip", "private_ip"}
     keys = {k for item in terraform()["locals"] for k in item.get("inventory", {})}
     outputs = {name: body for item in terraform()["output"] for name, body in item.items()}
     inventory_call = outputs["inventory"]["value"]

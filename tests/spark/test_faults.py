@@ -138,6 +138,7 @@ def test_a_restarted_driver_starts_a_node_its_predecessor_struck_when_its_time_d
     launcher.parent.mkdir(parents=True)
     launcher.write_text(f'#!/bin/sh\ndate +%s.%N >> {tmp_path}/started\n')
     launcher.chmod(0o755)
+    (tmp_path / "state.json").write_text(json.dumps({"nodes": {"broker": {"netns": ""}}}))
     killed = time.time()
     faults.save_strikes(tmp_path / "faults.json", [faults.Strike("broker@0.5+1.5", "broker", killed, 1)])
     injector = faults.Injector(parse_all("broker@0.5+1.5"), tmp_path, tmp_path)
