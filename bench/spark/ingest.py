@@ -6,10 +6,11 @@ open-loop schedule (rate 0: every message at once, as fast as locust sends); the
 "skewbench-broker" source (:mod:`~skewbench.bench.spark.broker_source`), which routes exactly as the generated
 source does. When the run ends, the broker's delivery log says what was offered: the run's ``ingest`` summary
 has the offered and achieved rate (by the broker's clock), the generator's lateness, and ``valid`` — false
-when a message is missing or the achieved rate missed the offered one by more than :data:`TOLERANCE`, so that
-such a run is never reported as if it had run at the offered rate. locust's own log and statistics (CSV) stay
-in the run's ``locust/`` folder with the broker's delivery log (``deliveries.parquet``: what a sustainable
-search measures the consumer's lag against); the topic's keys are deleted from the broker.
+when a message is missing or the achieved rate fell short of the offered one by more than :data:`TOLERANCE`
+(:func:`kept_up`), so that such a run is never reported as if it had run at the offered rate. locust's own
+log and statistics (CSV) stay in the run's ``locust/`` folder with the broker's delivery log
+(``deliveries.parquet``: what a sustainable search measures the consumer's lag against); the topic's keys are
+deleted from the broker.
 """
 
 from __future__ import annotations
@@ -22,9 +23,17 @@ from pathlib import Path
 
 from skewbench.bench.broker import Broker, deliveries, delivery, forget
 
-TOLERANCE = 0.02  # achieved rate within 2 % of the offered one, or the run is not valid
+TOLERANCE = 0.02  # achieved rate at most 2 % below the offered one, or the run is not valid
 DELIVERIES = "deliveries.parquet"  # in the run's locust/ folder: the broker's delivery log of the run
 PATHS = ("engine", "locust")  # where a run's messages come from: generated in Spark's source, or sent by locust
+
+
+def kept_up(achieved: float, offered: float) -> bool:
+    """Whether the broker got the offered rate (0: as fast as locust sends), to :data:`TOLERANCE`.  Only falling
+    short counts: no message is sent before its intended time, so an achieved rate above the offered one
+    means a late start (the first delivery 0.1-0.3 s late shortens the span it is measured over), which the
+    lateness statistics report."""
+    return offered == 0 or achieved >= (1 - TOLERANCE) * offered
 
 
 class Ingest:
@@ -75,8 +84,7 @@ class Ingest:
         log.to_parquet(self.folder / DELIVERIES, index=False)
         got = delivery(log)
         offered = float(self.config.rate)
-        on_time = offered == 0 or abs(got["achieved_rate"] / offered - 1) <= TOLERANCE
-        valid = got["messages"] == self.config.messages and on_time
+        valid = got["messages"] == self.config.messages and kept_up(got["achieved_rate"], offered)
         forget(client, f"{self.topic}:*")
         return {"path": "locust", "topic": self.topic, "offered_rate": offered, **got, "valid": valid}
 

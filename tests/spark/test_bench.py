@@ -159,7 +159,7 @@ def test_bench_interrupted_in_every_phase_and_resumed_gives_every_run_once(spark
     assert "## Every run of the bench" in (out / "report.md").read_text()
     through, twin = (table[(table["rate"] == 3000) & (table["ingest"] == way)] for way in ("locust", "engine"))
     assert len(through) == len(twin) == 1, through.T
-    on_time = abs(through["achieved_rate"].iloc[0] / 3000 - 1) <= 0.02  # (a loaded machine's locust may be late)
+    on_time = through["achieved_rate"].iloc[0] >= 0.98 * 3000  # (a loaded machine's locust may be late)
     assert str(through["ingest_valid"].iloc[0]) == str(on_time), through.T
     assert through["sim_exact"].all() and twin["sim_exact"].all()  # each counted as simulated: alike
     assert twin["ingest_valid"].isna().all()
