@@ -4,7 +4,7 @@
 #   (MEMORY per worker for executors, EXECUTOR_MEMORY = spark.executor.memory, BROKER=1: also a Redis broker node,
 #   ENCRYPT=1: Spark's RPC and block transfers encrypted, SSH=1: every node reached and provisioned over SSH as a
 #   VM is, from the inventory infra/aws/inventory.tftpl renders),
-#   (CLUSTER_MODE=auto|netns|loopback, CLUSTER_NET=10.77.0, CLUSTER_PREFIX=sb, NETEM="delay 1ms rate 1gbit").
+#   (CLUSTER_MODE=auto|netns|loopback, CLUSTER_NET=10.77.0, CLUSTER_PREFIX=sb, NETEM="delay 1ms loss 0.5%"; without the kernel's sch_netem, infra/local/linkem.py).
 # CLOUD=aws: Terraform VMs in infra/aws (needs terraform, AWS credentials, infra/aws/terraform.tfvars).
 WORKERS        ?= 2
 CORES          ?= 2

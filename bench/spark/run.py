@@ -704,7 +704,8 @@ def write_meta(folder: Path, config: Config, url: str, status: dict, spark, task
                            for w in status.get("workers", [])]},
             "machine_cores": machine_cores(status), "delay_mode": config.delay_mode,
             "shuffle_partitions": tasks, "closing_groups": closers, "batch_rows": batch_rows(config),
-            "spark_version": spark.version, "engine_settings": levers, "security": security(spark)}
+            "spark_version": spark.version, "engine_settings": levers, "security": security(spark),
+            "network": network_shaping()}
     write_metadata(folder / "run", meta)
 
 
@@ -736,6 +737,16 @@ def security(spark) -> dict:
     conf = spark.sparkContext.getConf()
     return {"authentication": conf.get("spark.authenticate", "false") == "true",
             "network_encryption": conf.get("spark.network.crypto.enabled", "false") == "true"}
+
+
+def network_shaping() -> dict | None:
+    """The local cluster's emulated links: netem's options ("" for none) and what applies them (the
+    kernel's ``tc`` or the user-space ``linkem``); None off a local cluster."""
+    folder = local_cluster_dir()
+    if folder is None:
+        return None
+    state = json.loads((folder / "state.json").read_text())
+    return {"netem": state.get("netem", ""), "by": state.get("netem_by")}
 
 
 def main(argv: list[str]) -> int:

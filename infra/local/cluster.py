@@ -1,8 +1,9 @@
 """The local default cluster: one Spark master and N workers on this machine, one node per network namespace.
 
 Each node gets its own Linux network namespace with its own address on a bridge (veth pairs), so
-shuffle traffic really crosses interfaces; ``--netem`` adds a ``tc netem`` delay/bandwidth to every
-node's link to emulate a commodity network. Without root there are no namespaces: nodes then take
+shuffle traffic really crosses interfaces; ``--netem`` adds a ``tc netem`` delay/loss/bandwidth to every
+node's link to emulate a commodity network (where the kernel lacks netem, every node's link goes through
+the user-space link emulator ``linkem.py`` instead). Without root there are no namespaces: nodes then take
 distinct loopback addresses 127.0.0.x instead, and this says so. The nodes are provisioned by the
 same Ansible plays as cloud VMs (``ansible/site.yml``); this script plays Terraform's part: it makes
 the "machines" and writes the inventory. Drivers run on the host (the load generator node) with
@@ -13,7 +14,7 @@ address and one login user with sudo; then ``site.yml`` provisions them over SSH
 inventory Terraform's template (``infra/aws/inventory.tftpl``) renders for them — the cloud path, all but
 the VMs' creation.
 
-    cluster.py up [--workers N] [--cores C] [--broker] [--encrypt] [--ssh] [--netem "delay 1ms rate 1gbit"]
+    cluster.py up [--workers N] [--cores C] [--broker] [--encrypt] [--ssh] [--netem "delay 1ms loss 0.5%"]
     cluster.py status                                                          # exit 3 unless healthy
     cluster.py down                                                            # stops only what up started
 
@@ -37,6 +38,9 @@ from pathlib import Path
 
 import psutil
 import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+import linkem  # noqa: E402  (beside this script, which runs as a file, not from a package)
 
 PREFIX_RULE = re.compile(r"[a-z][a-z0-9]{0,3}")  # names derive from it: interface names are short
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,6 +118,21 @@ def netem_unavailable(options):
         ip("netns", "del", probe, check=False)
 
 
+def netem_by(options):
+    """"tc" where the kernel applies these netem options, else "linkem" (said out loud) where it can."""
+    why = netem_unavailable(options)
+    if not why:
+        return "tc"
+    try:
+        linkem.parse(options)
+    except ValueError as e:
+        raise ClusterError(f"tc netem {options!r} cannot be applied: {why.rstrip('.')}, and {e}. Load the kernel "
+                           f"module (modprobe sch_netem), keep to what the emulator does, or leave NETEM empty")
+    print(f"cluster: the kernel cannot apply tc netem ({why.rstrip('.')}): every node's link goes through the "
+          f"user-space link emulator instead (infra/local/linkem.py: {options})")
+    return "linkem"
+
+
 def choose_mode(requested, prefix):
     """netns when this machine can make namespaces; otherwise loopback, said out loud."""
     if requested == "loopback":
@@ -157,14 +176,52 @@ def create_network(state):
             continue
         veth = veth_of(state, name)
         ip("netns", "add", ns)
-        ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        if state.get("netem_by") == "linkem":  # two taps, joined by a linkem process
+            ip("tuntap", "add", "dev", veth, "mode", "tap")
+            ip("-n", ns, "tuntap", "add", "dev", "eth0", "mode", "tap")
+        else:
+            ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
         ip("link", "set", veth, "master", bridge, "up")
         ip("-n", ns, "addr", "add", f"{node['ip']}/24", "dev", "eth0")
         ip("-n", ns, "link", "set", "eth0", "up")
         ip("-n", ns, "link", "set", "lo", "up")  # PySpark's Python workers talk to their JVM over loopback
-        if state["netem"]:
+        if state.get("netem_by") == "tc":
             subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", "eth0", "root", "netem",
                             *state["netem"].split()], check=True, capture_output=True, text=True)
+    if state.get("netem_by") == "linkem":
+        start_links(state)
+
+
+def start_links(state, timeout=10):
+    """A linkem process per node link that has none (its PID file under <dir>/links/run), attached once
+    it has written its counters."""
+    folder = Path(state["dir"], "links")
+    (folder / "run").mkdir(parents=True, exist_ok=True)
+    started = {}
+    for name, node in state["nodes"].items():
+        if node["netns"] and not _running(state, "links", name):
+            stats = folder / f"{name}.json"
+            stats.unlink(missing_ok=True)
+            with open(folder / f"{name}.out", "ab") as log:
+                proc = subprocess.Popen([sys.executable, str(Path(linkem.__file__)), "--netns", node["netns"],
+                                         "--bridge-tap", veth_of(state, name), "--options", state["netem"],
+                                         "--stats", str(stats)], stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+            (folder / "run" / f"{name}.pid").write_text(str(proc.pid))
+            started[name] = (proc, stats)
+    deadline = time.monotonic() + timeout
+    for name, (proc, stats) in started.items():
+        while not stats.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise ClusterError(f"the link emulator of {name} did not start: see {folder / name}.out", code=1)
+            time.sleep(0.05)
+
+
+def links_forwarding(state):
+    """{node: whether its linkem runs} for a cluster whose links go through linkem, else {}."""
+    if state.get("netem_by") != "linkem":
+        return {}
+    return {name: _running(state, "links", name) for name, node in state["nodes"].items() if node["netns"]}
 
 
 def veth_of(state, name):
@@ -411,6 +468,8 @@ def worker_states(state):
 
 
 def healthy(state):
+    if not all(links_forwarding(state).values()):
+        return False
     try:
         return all(s == "ALIVE" for s in worker_states(state).values()) and broker_answers(state) is not False
     except OSError:
@@ -472,17 +531,20 @@ def up(args):
     args.broker = args.broker or bool(previous and previous.get("broker"))  # a broker up stays: nothing needs it gone
     args.encrypt = args.encrypt or bool(previous and previous.get("encrypt"))  # and so does encryption
     args.ssh = args.ssh or bool(previous and previous.get("ssh"))  # and so do the nodes' sshd
+    args.netem = args.netem or (previous or {}).get("netem", "")  # and the links' netem
     shape = {"mode": mode, "net": args.net, "prefix": args.prefix, "workers": args.workers, "cores": args.cores,
              "memory": args.memory, "executor_memory": args.executor_memory, "netem": args.netem,
              "broker": args.broker, "encrypt": args.encrypt, "ssh": args.ssh}
-    state = {"dir": directory, **shape, "ansible": ansible_digest(),
+    state = {"dir": directory, **shape, "ansible": ansible_digest(), "netem_by": (previous or {}).get("netem_by"),
              "nodes": layout(mode, args.net, args.prefix, args.workers, args.broker)}
     if previous and {k: {"broker": False, "encrypt": False, "ssh": False, **previous}.get(k) for k in shape} != shape:
         raise ClusterError(f"a cluster with another shape is up in {directory} "
                            f"({previous['workers']} workers, {previous['cores']} cores each, mode {previous['mode']}, "
                            f"{'a' if previous.get('broker') else 'no'} broker, "
                            f"{'encrypted' if previous.get('encrypt') else 'plain'} RPC"
-                           f"{', nodes over SSH' if previous.get('ssh') else ''}): run `make cluster-down` first")
+                           f"{', nodes over SSH' if previous.get('ssh') else ''}"
+                           f"{', netem ' + repr(previous['netem']) if previous.get('netem') else ''}): "
+                           f"run `make cluster-down` first")
     if previous and healthy(state):
         if previous.get("ansible") == state["ansible"]:
             print(f"cluster: already up ({args.workers} workers ALIVE); nothing to do")
@@ -502,10 +564,7 @@ def up(args):
     if args.netem and mode != "netns":
         raise ClusterError("--netem needs network namespaces (loopback traffic cannot be shaped per node)")
     if args.netem and not previous:
-        why = netem_unavailable(args.netem)
-        if why:
-            raise ClusterError(f"tc netem {args.netem!r} cannot be applied: {why.rstrip('.')}. Load the kernel module "
-                               f"(modprobe sch_netem) or leave NETEM empty")
+        state["netem_by"] = netem_by(args.netem)
     started = time.monotonic()
     Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
     Path(directory, ".gitignore").write_text("# the running cluster's state and its secret: never commit\n*\n")
@@ -537,6 +596,10 @@ def status(args):
     where = (f"network namespaces on bridge {bridge_of(state)}" if state["mode"] == "netns"
              else "loopback addresses (no namespaces)")
     print(f"cluster: local, {state['workers']} workers, {where}; folder {state['dir']}")
+    links = links_forwarding(state)
+    if links:
+        print(f"links:   {sum(links.values())} of {len(links)} forwarding through the user-space link emulator "
+              f"({state['netem']})" + ("" if all(links.values()) else "; `make cluster-up` restarts them"))
     try:
         info, workers = master_json(state), worker_states(state)
     except OSError as e:
@@ -558,7 +621,8 @@ def status(args):
               + ("ANSWERS" if broker else "NOT ANSWERING; `make cluster-up BROKER=1` restarts it"))
     print(f"drivers: SPARK_CONF_DIR={state['dir']}/loadgen/conf  (master URL and secret inside"
           + (", broker.json the broker's" if broker is not None else "") + ")")
-    return 0 if alive == len(workers) and info["status"] == "ALIVE" and broker is not False else 3
+    ok = alive == len(workers) and info["status"] == "ALIVE" and broker is not False and all(links.values())
+    return 0 if ok else 3
 
 
 def down(args):
@@ -605,7 +669,9 @@ def main(argv=None):
     p_up.add_argument("--ssh", action="store_true",
                       help="reach every node over SSH, as a VM (its own sshd, a login user with sudo) and provision "
                            "it from the inventory Terraform's template renders")
-    p_up.add_argument("--netem", default="", help='tc netem options for every node link, e.g. "delay 1ms rate 1gbit"')
+    p_up.add_argument("--netem", default="",
+                      help='netem options for what leaves every node, e.g. "delay 1ms loss 0.5%%" (the kernel\'s '
+                           'tc netem, else linkem.py: delay, loss, rate)')
     p_up.add_argument("--mode", choices=("auto", "netns", "loopback"), default="auto",
                       help="netns needs root; auto falls back to loopback addresses")
     p_up.add_argument("--net", default="10.77.0", help="first three octets of the namespaces' /24 subnet")

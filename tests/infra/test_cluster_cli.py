@@ -1,5 +1,5 @@
 """The local cluster script's clear errors, without starting Spark: not root (or no namespaces),
-Java or Redis missing, a port taken, netem unavailable, a bad name prefix, a cluster of another shape, a
+Java or Redis missing, a port taken, netem the kernel cannot apply, a bad name prefix, a cluster of another shape, a
 health check that times out, and status/down of a cluster that is not there."""
 import importlib.util
 import json
@@ -68,13 +68,19 @@ def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path):
     assert not (tmp_path / "c" / "state.json").exists() and not (tmp_path / "c" / "inventory.yml").exists()
 
 
-def test_netem_that_the_kernel_cannot_apply_is_a_clear_error(cluster, monkeypatch, tmp_path, capsys):
+def test_netem_the_kernel_cannot_apply_goes_through_linkem_or_is_a_clear_error(cluster, monkeypatch, tmp_path,
+                                                                               capsys):
     monkeypatch.setattr(cluster, "netns_unavailable", lambda prefix: None)
     monkeypatch.setattr(cluster, "netem_unavailable", lambda options: "Error: Specified qdisc kind is unknown.")
-    assert cluster.main(["--dir", str(tmp_path), "up", "--mode", "netns", "--netem", "delay 1ms"]) == 2
+    assert cluster.netem_by("delay 1ms loss 0.5%") == "linkem"  # what the user-space emulator does
+    assert "user-space link emulator instead (infra/local/linkem.py: delay 1ms loss 0.5%)" in capsys.readouterr().out
+    assert cluster.main(["--dir", str(tmp_path), "up", "--mode", "netns", "--netem", "delay 1ms 200us"]) == 2
     err = capsys.readouterr().err
-    assert "tc netem 'delay 1ms' cannot be applied: Error: Specified qdisc kind is unknown." in err
-    assert "modprobe sch_netem" in err
+    assert "tc netem 'delay 1ms 200us' cannot be applied: Error: Specified qdisc kind is unknown, and" in err
+    assert "takes one value per option (no jitter" in err and "modprobe sch_netem" in err
+    assert not (tmp_path / "state.json").exists()
+    monkeypatch.setattr(cluster, "netem_unavailable", lambda options: None)
+    assert cluster.netem_by("delay 1ms 200us") == "tc"  # the kernel's, whenever it can
     assert cluster.main(["--dir", str(tmp_path), "up", "--mode", "loopback", "--netem", "delay 1ms"]) == 2
     assert "--netem needs network namespaces" in capsys.readouterr().err
 
@@ -128,16 +134,20 @@ def test_a_cluster_of_another_shape_must_be_taken_down_first(cluster, tmp_path, 
 
 def test_a_cluster_with_a_broker_keeps_it_when_asked_for_none(cluster, tmp_path, capsys, monkeypatch):
     """`make bench` after `make bench INGEST=locust`: the broker stays, the cluster is the same shape; and so
-    does encryption (`make cluster-up ENCRYPT=1`, then `make bench`)."""
-    state = {"dir": str(tmp_path), "mode": "loopback", "net": "10.77.0", "prefix": "sb", "workers": 3, "cores": 2,
-             "memory": "1g", "executor_memory": "512m", "netem": "", "broker": True, "encrypt": True,
-             "ansible": cluster.ansible_digest(),
-             "nodes": cluster.layout("loopback", "10.77.0", "sb", 3, broker=True)}
+    do encryption (`make cluster-up ENCRYPT=1`, then `make bench`) and the links' netem. Another netem is
+    another shape."""
+    state = {"dir": str(tmp_path), "mode": "netns", "net": "10.77.0", "prefix": "sb", "workers": 3, "cores": 2,
+             "memory": "1g", "executor_memory": "512m", "netem": "delay 1ms", "netem_by": "linkem", "broker": True,
+             "encrypt": True, "ansible": cluster.ansible_digest(),
+             "nodes": cluster.layout("netns", "10.77.0", "sb", 3, broker=True)}
     (tmp_path / "state.json").write_text(json.dumps(state))
     monkeypatch.setattr(cluster, "healthy", lambda state: True)
-    cluster.main(["--dir", str(tmp_path), "up", "--workers", "3", "--mode", "loopback"])
+    cluster.main(["--dir", str(tmp_path), "up", "--workers", "3"])
     out = capsys.readouterr()
     assert "already up" in out.out and "another shape" not in out.err, out
+    assert "links:   0 of 5 forwarding through the user-space link emulator (delay 1ms)" in out.out
+    assert cluster.main(["--dir", str(tmp_path), "up", "--workers", "3", "--netem", "delay 5ms"]) == 2
+    assert "encrypted RPC, netem 'delay 1ms'): run `make cluster-down` first" in capsys.readouterr().err
 
 
 def test_a_healthy_cluster_deployed_from_other_files_gets_them_applied_again(cluster, tmp_path, capsys,
