@@ -283,11 +283,16 @@ def _search(out: Path, studies: list[Study], profile: str, base: Point,
             model: EngineModel | None) -> tuple[list[tuple[Point, bool, float]], Point | None]:
     """A sustainable-throughput search of ``base`` replayed from the runs done: each run with its verdict
     and backlog slope, and the next run (None when the search is over).  It starts from the simulator's
-    predicted capacity (the measured peak where no model predicts the point)."""
+    predicted capacity (the measured peak where no model predicts the point).  Through the broker it starts
+    from the lower of the two: the prediction is the engine's alone, and locust and the broker, sharing
+    the machine, carry about two thirds of it (the search steps up when its first rate is carried)."""
     seconds, max_runs = _search_settings(next(s for s in studies if s.name == base.study), profile)
-    start = predict(base, cached_work(base, out / "sim"), model)["throughput"] if model is not None else np.nan
-    if not np.isfinite(start):  # no model, or one of other levers
-        start = json.loads((out / "runs" / base.name / "summary.json").read_text())["throughput_msgs_per_s"]
+    predicted = predict(base, cached_work(base, out / "sim"), model)["throughput"] if model is not None else np.nan
+    peak = json.loads((out / "runs" / base.name / "summary.json").read_text())["throughput_msgs_per_s"]
+    if not np.isfinite(predicted):  # no model, or one of other levers
+        start = peak
+    else:
+        start = min(predicted, peak) if base.ingest == "locust" else predicted
     tried: list[tuple[Point, bool, float]] = []
     while (rate := sustainable.next_rate([(p.rate, ok) for p, ok, _ in tried], start, max_runs)) is not None:
         point = replace(base, rate=rate, messages=max(1000, int(rate * seconds)))

@@ -6,10 +6,10 @@ intended to arrive at ``t0 + i / rate``) is *sustainable* when, after the warm-u
 messages are still being offered, the backlog — messages offered by a batch's end minus messages
 processed by then — grows by less than :data:`SLOPE_LIMIT` of the rate (a least-squares slope over the
 batches' ends; through the broker, the backlog is the consumer's lag behind what the broker received).
-:func:`next_rate` searches reproducibly: it starts from the simulator's predicted capacity, steps up or
-down by :data:`STEP` until it has a sustainable and an unsustainable rate, then bisects until they are
-within :data:`PRECISION` or :data:`MAX_RUNS` runs were made. Every search run offers :data:`SECONDS` of
-stream, so a run costs about as long whatever the rate.
+:func:`next_rate` searches reproducibly: it starts from the simulator's predicted capacity (through the
+broker, from the measured peak when lower), steps up or down by :data:`STEP` until it has a sustainable and
+an unsustainable rate, then bisects until they are within :data:`PRECISION` or :data:`MAX_RUNS` runs were
+made. Every search run offers :data:`SECONDS` of stream, so a run costs about as long whatever the rate.
 """
 
 from __future__ import annotations

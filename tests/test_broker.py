@@ -60,3 +60,33 @@ def test_a_run_is_valid_when_the_broker_got_the_offered_rate_and_not_when_it_fel
 
     assert kept_up(18_837, 18_285) and kept_up(9_900, 10_000) and kept_up(123, 0)
     assert not kept_up(9_700, 10_000)
+
+
+def test_a_new_driver_finds_the_locust_a_dead_driver_left_and_stops_it_when_it_must(tmp_path):
+    """locust runs in a session of its own (a driver's SIGKILL spares it); a driver taking over knows it by the
+    PID and topic its checkpoint kept, never a process that merely got the same PID, and stops its whole group."""
+    import subprocess
+    import time
+
+    import psutil
+
+    from skewbench.bench.spark.ingest import running, stop, stop_left
+
+    shell = subprocess.Popen(["sh", "-c", 'sleep 60 & wait; echo $? >"$0"', "run-1234-topic"], start_new_session=True)
+    while not (children := psutil.Process(shell.pid).children()):
+        time.sleep(0.01)
+    sleeper = children[0]
+    assert running(shell.pid, "run-1234-topic") and not running(shell.pid, "another-topic")
+    assert not running(None, "run-1234-topic")
+    (tmp_path / "ingest.json").write_text(json.dumps({"topic": "run-1234-topic", "pid": shell.pid}))
+    stop_left(tmp_path / "ingest.json")
+    shell.wait(10)  # (reaped here: its parent)
+    assert not running(shell.pid, "run-1234-topic")
+    for _ in range(100):  # its group went with it
+        if not sleeper.is_running() or sleeper.status() == psutil.STATUS_ZOMBIE:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the shell's child survived the stop")
+    stop(shell.pid, "run-1234-topic")  # stopping what has ended is nothing
+    stop_left(tmp_path / "nothing-kept.json")

@@ -223,7 +223,8 @@ def sustainable_spark(folder: Path) -> list[str]:
     return ["## Sustainable throughput (Karimov et al. 2018) beside the peak", "",
             "Peak: the point run as fast as it goes. Sustainable: the highest offered rate (open loop) whose "
             "backlog grew by less than 1 % of the rate after the warm-up batch, found by a search that starts at "
-            "the simulator's predicted capacity, steps by 1.3× until bracketed and bisects to 5 %."
+            "the simulator's predicted capacity (through the broker, the peak if lower), steps by 1.3× until "
+            "bracketed and bisects to 5 %."
             + (" Through the broker (ingest locust) the backlog is the consumer's lag behind what the broker "
                "received, and a run whose broker missed the offered rate is not sustainable." if paths else ""), "",
             figure(folder, "sustainable", grid), "", markdown(table.round(3)), ""]

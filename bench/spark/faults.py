@@ -27,6 +27,7 @@ stop and start the instances instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
@@ -41,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from skewbench.bench.spark.ingest import stop_left
 
 KINDS = ("worker", "broker", "driver")
 PACE = 1.5  # a batch no longer than this × the median before the fault is back at the old pace
@@ -225,7 +228,8 @@ class Supervisor:
     """A run with driver faults: the driver runs as a child process (``python -m skewbench.bench.spark.run``);
     when a driver fault's share of the messages is done (:func:`share_done`) its process group — the Python
     driver and its JVM — is killed with SIGKILL, and DOWN seconds later a new driver resumes the run from its
-    checkpoints (``--resume DIR.partial``).  :meth:`run` returns the last driver's exit code."""
+    checkpoints (``--resume DIR.partial``).  locust, in a session of its own, goes on sending meanwhile
+    (:mod:`~skewbench.bench.spark.ingest`).  :meth:`run` returns the last driver's exit code."""
 
     def __init__(self, config, log):
         from skewbench.bench.spark.run import driver_folder
@@ -255,13 +259,15 @@ class Supervisor:
                     save_strikes(self.path, strikes)  # before the new driver reads them
                     child = self._start("--resume", str(self.folder))
                 code = child.wait()
-                if code:  # a driver that failed may have left a struck node down
+                if code:  # a driver that failed may have left a struck node down, and locust sending
                     Injector([], local_cluster_dir(), self.driver).restore()
+                    stop_left(self.driver / "ingest.json")
                 return code
             except BaseException:  # Ctrl-C reaches only this process: the driver stops as it would have
                 if child.poll() is None:
                     os.killpg(child.pid, signal.SIGINT)
                     child.wait(60)
+                stop_left(self.driver / "ingest.json")  # (when no driver ran: between a kill and a restart)
                 raise
 
     def _start(self, *args: str) -> subprocess.Popen:
@@ -272,7 +278,7 @@ class Supervisor:
         import psutil  # the driver's environment has it (.venv-cluster)
 
         driver = psutil.Process(child.pid)
-        processes = [driver, *driver.children(recursive=True)]
+        processes = [p for p in [driver, *driver.children(recursive=True)] if _group(p) == child.pid]  # not locust
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
         killed_at = time.time()
@@ -281,19 +287,32 @@ class Supervisor:
         return killed_at
 
 
+def _group(process) -> int | None:
+    try:
+        return os.getpgid(process.pid)
+    except ProcessLookupError:
+        return None
+
+
 def share_done(folder: Path) -> float:
     """The share of the stream's messages the run in ``folder`` has done, from its driver's checkpoint: its
     batches end at increasing seqs (the generated stream)."""
-    from skewbench.bench.spark.latency import seqs
     from skewbench.bench.spark.run import driver_folder
 
     kept = sorted(driver_folder(folder).glob("batch-*.pickle"))
     run = driver_folder(folder) / "run.json"
     if not kept or not run.exists():
         return 0.0
-    records = pickle.loads(kept[-1].read_bytes())
-    last = max((int(seqs(r["messages"])[-1]) for r in records if r["messages"]["count"]), default=-1)
-    return (last + 1) / json.loads(run.read_text())["config"]["messages"]
+    return (_last_seq(kept[-1], kept[-1].stat().st_mtime_ns) + 1) / json.loads(run.read_text())["config"]["messages"]
+
+
+@functools.lru_cache(maxsize=4)
+def _last_seq(batch: Path, mtime_ns: int) -> int:
+    """The last message a kept batch did (read once per file: :func:`share_done` is asked every 0.2 s)."""
+    from skewbench.bench.spark.latency import seqs
+
+    records = pickle.loads(batch.read_bytes())
+    return max((int(seqs(r["messages"])[-1]) for r in records if r["messages"]["count"]), default=-1)
 
 
 def recovery(batches: pd.DataFrame, killed_at: float) -> float | None:

@@ -417,13 +417,13 @@ def load_feed(config: Config, folder: Path):
     return feedback.LoadFeed(folder_of(folder / "checkpoint"), config.width()) if told_loads(config) else None
 
 
-NOT_RESUMABLE = "a run with live routing, load feedback or through the broker cannot resume yet"
+NOT_RESUMABLE = "a run with live routing or load feedback cannot resume yet"
 
 
 def resumable(config: Config) -> bool:
     """Whether a new driver can finish the run (:func:`resume`): its driver holds no state but what it writes
     in the driver's checkpoint."""
-    return config.live() is None and config.ingest == "engine" and not told_loads(config)
+    return config.live() is None and not told_loads(config)
 
 
 def told_loads(config: Config) -> bool:
@@ -625,7 +625,8 @@ def drive(config: Config, app, status: dict, folder: Path, log, spark=None, prof
                                  config.split, config.params)
         routing.save_initial(run_key, stream, str(routers_folder(folder)))
     query = None
-    ingest = Ingest(config, spec, folder, conf_dir()) if config.ingest == "locust" else None
+    ingest = Ingest(config, spec, folder, conf_dir(), driver_folder(folder) / "ingest.json") \
+        if config.ingest == "locust" else None
     injector = faults.Injector(faults.parse_all(config.faults), local_cluster_dir(), driver_folder(folder), log)
     progress = ProgressLog(folder)
     wall_start = time.time()

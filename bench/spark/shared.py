@@ -15,6 +15,8 @@ column carries, and ``fp``).  In the stream read back, ``labels`` is that Arrow 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -28,6 +30,7 @@ from skewbench.stream import Stream
 PAYLOAD = "payload."
 
 _FOLDER: tempfile.TemporaryDirectory | None = None  # removed when the driver process exits
+PREFIX = "skewbench-streams-"  # then the driver's PID: a folder whose driver was killed is removed later
 
 
 def write(stream: Stream, prefix: Path) -> list[Path]:
@@ -80,11 +83,23 @@ def share(spark, stream: Stream) -> str:
     every run's name is new (Spark refuses a second file under a name it already serves)."""
     global _FOLDER
     if _FOLDER is None:
-        _FOLDER = tempfile.TemporaryDirectory(prefix="skewbench-streams-")
+        remove_left()
+        _FOLDER = tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-")
     name = f"stream-{uuid.uuid4().hex}"
     for path in write(stream, Path(_FOLDER.name) / name):
         spark.sparkContext.addFile(str(path))
     return name
+
+
+def remove_left(folder: Path = Path(tempfile.gettempdir())) -> None:
+    """Remove the stream folders of drivers that are gone: a driver killed (``--faults driver@…``, or by
+    its user) leaves its folder behind."""
+    import psutil
+
+    for left in folder.glob(f"{PREFIX}*-*"):
+        pid = left.name.removeprefix(PREFIX).split("-")[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(left, ignore_errors=True)
 
 
 def fetched(name: str) -> Stream:

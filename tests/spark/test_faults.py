@@ -1,5 +1,6 @@
 """Faults on the local cluster (``skewbench run --faults``, bench/spark/faults.py): a worker node killed mid-run
-(every process in its namespace) and the broker killed mid-stream; each run still gives the reference's answer,
+(every process in its namespace), the broker killed mid-stream, and the driver killed, in a run from Spark's own
+source and in one through the broker; each run still gives the reference's answer,
 every message counted once, and says how long the batches took to get back to their pace."""
 import json
 import os
@@ -35,6 +36,10 @@ def checked(summary: dict, specs: list[str]) -> None:
               f"down {fault['down_s']:.1f} s, batches back at their pace after {fault['recovery_s']} s")
 
 
+def cli(options: dict) -> list[str]:
+    return [part for key, value in options.items() for part in (f"--{key.replace('_', '-')}", str(value))]
+
+
 def workers_alive(cluster: Path) -> set[str]:
     state = json.loads((cluster / "state.json").read_text())
     with urllib.request.urlopen(f"http://{state['nodes']['master']['ip']}:8080/json/", timeout=5) as reply:
@@ -60,8 +65,7 @@ def test_a_killed_worker_node_and_a_killed_driver_lose_and_repeat_nothing(cluste
     """The last worker node killed at 25 % of the stream for 10 s, the driver at 30 %, likely while the worker
     is still down: the driver is restarted from the checkpoints by `skewbench run` itself; the restarted driver
     still knows of the worker's fault, starts the worker again when its 10 s are over, and waits for its slots."""
-    options = [part for key, value in RUN.items() for part in (f"--{key.replace('_', '-')}", str(value))]
-    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.cli", "run", *options, "--faults",
+    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.cli", "run", *cli(RUN), "--faults",
                            "worker@0.25+10,driver@0.3+2", "--out", str(tmp_path / "run")],
                           capture_output=True, text=True, timeout=900, cwd=ROOT,
                           env={**os.environ, "SPARK_CONF_DIR": str(cluster_as_found)})
@@ -75,20 +79,22 @@ def test_a_killed_worker_node_and_a_killed_driver_lose_and_repeat_nothing(cluste
 
 
 @pytest.mark.spark
-def test_a_killed_broker_loses_nothing_it_acknowledged(cluster_as_found, tmp_path):
-    """The broker killed at 20 % of the stream (half of it, 16 s at 500 messages/s: locust is still sending while
-    Spark's first batches run): both wait for it, and it kept every entry it had acknowledged."""
-    config = tmp_path / "run.json"
-    config.write_text(json.dumps({**RUN, "messages": MESSAGES // 2, "batch_rows": 1000, "rate": 500,
-                                  "faults": "broker@0.2+2", "ingest": "locust", "out": str(tmp_path / "run")}))
-    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.bench.spark.run", str(config)],
+def test_a_killed_broker_and_a_killed_driver_lose_nothing_the_broker_acknowledged(cluster_as_found, tmp_path):
+    """The broker killed at 20 % of the stream (16 s at 500 messages/s: locust is still sending while Spark's
+    first batches run): both wait for it, and it kept every entry it had acknowledged. Then the driver killed at
+    half the stream: locust, the load generator, goes on sending on its schedule while no driver runs, and the
+    new driver reads the backlog from the offsets Spark committed and judges locust by the exit code it left."""
+    options = {**RUN, "messages": MESSAGES // 2, "batch_rows": 1000, "rate": 500, "ingest": "locust"}
+    done = subprocess.run([str(CLUSTER_PYTHON), "-m", "skewbench.cli", "run", *cli(options), "--faults",
+                           "broker@0.2+2,driver@0.5+2", "--out", str(tmp_path / "run")],
                           capture_output=True, text=True, timeout=900, cwd=ROOT,
                           env={**os.environ, "SPARK_CONF_DIR": str(cluster_as_found)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    summary = json.loads(done.stdout.splitlines()[-1])
-    checked(summary, ["broker@0.2+2"])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    checked(summary, ["broker@0.2+2", "driver@0.5+2"])
     ingest = summary["ingest"]
-    assert ingest["messages"] == MESSAGES // 2, ingest  # the broker kept what it acknowledged
+    assert ingest["messages"] == MESSAGES // 2 and ingest["valid"], ingest  # the broker kept what it acknowledged
+    assert (tmp_path / "run" / "locust" / "exit_code").read_text().strip() == "0"
     print(f"locust sent at {ingest['achieved_rate']:,.0f} messages/s, at most {ingest['lag_max']:.2f} s late")
 
 

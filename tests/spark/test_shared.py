@@ -1,4 +1,6 @@
 """The stream the driver shares with the executors: the same stream back, mapped rather than copied."""
+import os
+
 import numpy as np
 
 from skewbench.bench.apps.base import key_labels
@@ -35,3 +37,17 @@ def test_reading_maps_the_file_instead_of_copying_it(tmp_path):
     total = int(stream.ids.sum()) + int(stream.fps[::7].sum() % 3) + float(stream.clock.sum())
     assert total > 0 and stream.key_fps.size == 1000
     assert anonymous_kib() - before < 8 * 1024  # the columns alone are 47 MB
+
+
+def test_a_killed_drivers_stream_folder_is_removed_by_the_next_driver(tmp_path):
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a PID no process has now
+    left = [tmp_path / f"{shared.PREFIX}{gone.pid}-abc", tmp_path / f"{shared.PREFIX}{os.getpid()}-def",
+            tmp_path / f"{shared.PREFIX}xyz"]  # a dead driver's, a live one's, and one of an older name
+    for folder in left:
+        folder.mkdir()
+        (folder / "stream-1.messages.arrow").write_bytes(b"x")
+    shared.remove_left(tmp_path)
+    assert [f.exists() for f in left] == [False, True, True]
