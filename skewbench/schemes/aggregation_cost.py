@@ -94,9 +94,9 @@ def route_reference(fps, workers: int, seed: int, policy: int, held: dict, count
         if policy >= AM and mine:
             w = a if a in mine else b
         elif policy == LM:
-            def spread(values, x):
-                return (values[x] - values.min()) / (values.max() - values.min() + 1.0)
-            w = a if spread(cards, a) + spread(counts, a) < spread(cards, b) + spread(counts, b) else b
+            score = {x: (cards[x] - cards.min()) / (cards.max() - cards.min() + 1.0)
+                     + (counts[x] - counts.min()) / (counts.max() - counts.min() + 1.0) for x in (a, b)}
+            w = a if score[a] < score[b] else b
         elif policy == CAM:
             w = a if counts[a] < counts[b] else b
         else:
