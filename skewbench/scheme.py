@@ -39,7 +39,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from skewbench.hashing import fingerprint
+from skewbench.hashing import distinct_choices, fingerprint
 
 REGISTRY: dict[str, type[Scheme]] = {}
 
@@ -198,6 +198,22 @@ class Scheme:
     def __repr__(self) -> str:
         params = {k: v for k, v in vars(self).items() if not k.startswith("_")}
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+
+
+class TwoChoices(Scheme):
+    """A scheme that sends each key to one of its two distinct hash choices (:func:`distinct_choices`;
+    worker 0 alone when W = 1), by this source's own counts: either may hold the key's state."""
+
+    def candidates(self, fp: int) -> np.ndarray:
+        if self.workers == 1:
+            return np.zeros(1, dtype=np.int64)
+        return distinct_choices(np.array([fp], dtype=np.uint64), self.workers, 2, self.seed)[0]
+
+    def holder_pairs(self, fps) -> tuple[np.ndarray, np.ndarray]:
+        """Both choices, on every source (each chooses by its own counts)."""
+        if self.holds_every_key():
+            return super().holder_pairs(fps)
+        return choice_pairs(distinct_choices(fps, self.workers, 2, self.seed))
 
 
 def as_fps(fps) -> np.ndarray:

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from skewbench.hashing import distinct_choices, two_choices
-from skewbench.scheme import Scheme, as_fps, choice_pairs, register
+from skewbench.scheme import TwoChoices, as_fps, register
 from skewbench.schemes.potc import KeyTable, run_growing, table_slot
 
 CM, LM, AM, CAM = 0, 1, 2, 3  # the policies, as the kernel knows them
@@ -109,7 +109,7 @@ def route_reference(fps, workers: int, seed: int, policy: int, held: dict, count
     return out
 
 
-class AggregationCost(Scheme):
+class AggregationCost(TwoChoices):
     """The four partitioners' common part: two choices, per-worker tuple and distinct-key counts of this
     source. Subclasses name the policy."""
 
@@ -129,17 +129,6 @@ class AggregationCost(Scheme):
     def cardinalities(self) -> np.ndarray:
         """This source's distinct keys per worker (the aggregation cost it leaves there)."""
         return self._cards
-
-    def candidates(self, fp: int) -> np.ndarray:
-        if self.workers == 1:
-            return np.zeros(1, dtype=np.int64)
-        return distinct_choices(np.array([fp], dtype=np.uint64), self.workers, 2, self.seed)[0]
-
-    def holder_pairs(self, fps) -> tuple[np.ndarray, np.ndarray]:
-        """Both choices (see the module docstring)."""
-        if self.holds_every_key():
-            return super().holder_pairs(fps)
-        return choice_pairs(distinct_choices(fps, self.workers, 2, self.seed))
 
     def route_many(self, fps, now=None) -> np.ndarray:
         return run_growing(_route, self._held, as_fps(fps), self.workers, self.seed & 0xFFFFFFFF, self.policy,

@@ -6,7 +6,7 @@ import numba
 import numpy as np
 
 from skewbench.hashing import distinct_choices, two_choices
-from skewbench.scheme import Scheme, as_fps, choice_pairs, register
+from skewbench.scheme import TwoChoices, as_fps, register
 
 
 @numba.njit(cache=True)
@@ -29,7 +29,7 @@ def _route_two_choices_reference(fps, workers, seed, loads):
 
 
 @register
-class PartialKeyGrouping(Scheme):
+class PartialKeyGrouping(TwoChoices):
     """PKG with *local* load estimation (the paper's *L*): each source balances its own load vector.
 
     Every key has two distinct candidate workers (:func:`skewbench.hashing.two_choices`; with
@@ -53,17 +53,6 @@ class PartialKeyGrouping(Scheme):
     def loads(self) -> np.ndarray:
         """This source's load estimate per worker (messages it sent there)."""
         return self._loads
-
-    def candidates(self, fp: int) -> np.ndarray:
-        if self.workers == 1:
-            return np.zeros(1, dtype=np.int64)
-        return distinct_choices(np.array([fp], dtype=np.uint64), self.workers, 2, self.seed)[0]
-
-    def holder_pairs(self, fps) -> tuple[np.ndarray, np.ndarray]:
-        """Both candidates: every source splits the key over them by its own estimates."""
-        if self.holds_every_key():
-            return super().holder_pairs(fps)
-        return choice_pairs(distinct_choices(fps, self.workers, 2, self.seed))
 
     def route_many(self, fps, now=None) -> np.ndarray:
         fps = as_fps(fps)

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from skewbench.hashing import distinct_choices, two_choices
-from skewbench.scheme import Scheme, as_fps, choice_pairs, register
+from skewbench.scheme import TwoChoices, as_fps, register
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _INITIAL_SLOTS = 1024
@@ -142,7 +142,7 @@ def route_potc_reference(fps, workers: int, seed: int, table: dict, loads: np.nd
 
 
 @register
-class PowerOfTwoChoices(Scheme):
+class PowerOfTwoChoices(TwoChoices):
     """Static PoTC with a per-source routing table (PKG paper, Sec. III-A and the baseline of Table II).
 
     A key's two candidates are :func:`skewbench.hashing.two_choices` (distinct when W ≥ 2);
@@ -175,12 +175,6 @@ class PowerOfTwoChoices(Scheme):
         if w >= 0:
             return np.array([w], dtype=np.int64)
         return distinct_choices(np.array([fp], dtype=np.uint64), self.workers, 2, self.seed)[0]
-
-    def holder_pairs(self, fps) -> tuple[np.ndarray, np.ndarray]:
-        """Both hash choices: each source fixes the key on one of them, not necessarily the same one."""
-        if self.holds_every_key():
-            return super().holder_pairs(fps)
-        return choice_pairs(distinct_choices(fps, self.workers, 2, self.seed))
 
     def route_many(self, fps, now=None) -> np.ndarray:
         fps = as_fps(fps)
