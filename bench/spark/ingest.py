@@ -54,7 +54,7 @@ class Ingest:
         self.broker = Broker.of(conf_dir)  # skewbench run checked that it answers
         self.config, self.workload, self.conf_dir, self.kept = config, workload, conf_dir, kept
         self.folder = folder / "locust"
-        self.exit_code = self.folder / "exit_code"  # written by the shell around locust when locust ends
+        self.exit_file = self.folder / "exit_code"  # written by the shell around locust when locust ends
         saved = json.loads(kept.read_text()) if kept.exists() else {}
         self.topic = saved.get("topic") or f"{folder.name.removesuffix('.partial')}-{uuid.uuid4().hex[:8]}"
         self.pid: int | None = saved.get("pid")  # the shell's: locust's process group
@@ -72,7 +72,7 @@ class Ingest:
                    "--messages", str(c.messages), "--seed", str(c.seed), "--sources", str(c.sources), "--split",
                    c.split, "--app", c.app, "--schedule", repr(float(c.rate))]
         with (self.folder / "output.txt").open("w") as out:
-            self.pid = subprocess.Popen(["sh", "-c", '"$@"; echo $? >"$0"', str(self.exit_code), *command],
+            self.pid = subprocess.Popen(["sh", "-c", '"$@"; echo $? >"$0"', str(self.exit_file), *command],
                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True).pid
         self.kept.write_text(json.dumps({"topic": self.topic, "pid": self.pid}))
 
@@ -88,7 +88,7 @@ class Ingest:
         """Why locust stopped before sending everything, or None while it runs or after it succeeded."""
         if self.pid is None or self.running():
             return None
-        code = self.exit_code.read_text().strip() if self.exit_code.exists() else "no exit code (it was killed)"
+        code = self.exit_file.read_text().strip() if self.exit_file.exists() else "no exit code (it was killed)"
         if code != "0":
             return f"locust exited with {code}: see {self.folder / 'locust.log'} and {self.folder / 'output.txt'}"
         return None

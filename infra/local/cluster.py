@@ -398,9 +398,7 @@ def write_ssh_inventory(state, args):
 
 def templatefile(template, variables):
     """Terraform's own ``templatefile(template, variables)``, through ``terraform console`` (no provider, no
-    state: a scratch folder with the template and the variables as JSON)."""
-    if shutil.which("terraform") is None:
-        raise ClusterError(TERRAFORM_MISSING)
+    state: a scratch folder with the template and the variables as JSON); ``up`` checked that it is installed."""
     with tempfile.TemporaryDirectory(prefix="skewbench-tf-") as scratch:
         shutil.copy(template, scratch)
         Path(scratch, "variables.json").write_text(json.dumps(variables))
