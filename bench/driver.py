@@ -400,7 +400,8 @@ def _label(point: Point) -> str:
                     f", schedule {point.schedule}" if point.schedule else "",
                     f", {point.migration} migration" if point.live and point.migration != "all-at-once" else "",
                     f", hand-over {point.handover}" if point.live and point.handover != "hold" else "",
-                    f", faults {point.faults}" if point.faults else ""])
+                    f", faults {point.faults}" if point.faults else "",
+                    f", slow {point.slow}" if point.slow else ""])
     return (f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} delay {point.delay_ms} ms "
             f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}{more}")
 
@@ -414,7 +415,7 @@ def config_of(point: Point, folder: Path):
                   aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder),
                   rebalance_every=point.rebalance_every, schedule=point.schedule, migration=point.migration,
                   fluid_keys=point.fluid_keys, handover=point.handover, params=point.params, ingest=point.ingest,
-                  faults=point.faults)
+                  faults=point.faults, slow=point.slow)
 
 
 WARM_UP_BATCHES = 40  # 5 left the next runs' engine cost per batch 0.4-0.5 s above the rest's (JIT, at W = 10)

@@ -6,7 +6,8 @@ alone: :func:`simulate_point` routes the run's stream with the same routers, sou
 micro-batches as the Spark source (batch *b* holds messages ``b·B .. (b+1)·B − 1`` at rate 0, and at any
 rate where routing depends on where batches end: live routing, load feedback) and fans it out with the
 app's rule, giving every worker's stored and probe copies per batch; each copy costs the injected delay
-plus the app's own processing.  The engine's cost comes from
+plus the app's own processing (the delay divided by the worker's speed: :mod:`skewbench.speeds`).  The
+engine's cost comes from
 :class:`EngineModel`, fitted on calibration runs (study files with ``engine: true``): a least-squares
 line in W, S and the message copies per batch on the no-delay runs, the share of it that overlaps the busiest
 worker on the delayed runs, and each app's processing time per copy.
@@ -26,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.studyfile import Point
+from skewbench.speeds import busy_times, parse as parse_speeds
 
 #: What the engine model's cost per batch is linear in (a term is fitted only where the runs vary it).
 TERMS = ("workers", "sources", "copies")  # copies: message copies in the batch (stores and probes)
@@ -75,11 +77,11 @@ def simulate_point(point: Point) -> Work:
     batches = -(-stream.messages // point.batch_rows)
     store = np.zeros((batches, point.workers), dtype=np.int64)
     probe = np.zeros_like(store)
-    told = needs_loads(routers[0])
+    told, speeds = needs_loads(routers[0]), parse_speeds(point.slow, point.workers)
     for b in range(batches):
         lo, hi = b * point.batch_rows, min((b + 1) * point.batch_rows, stream.messages)
-        if told and b:  # load feedback: the workers' true loads so far, as the sources get them
-            loads = (store[:b] + probe[:b]).sum(0).astype(np.float64)
+        if told and b:  # load feedback: the workers' true loads (times) so far, as the sources get them
+            loads = busy_times((store[:b] + probe[:b]).sum(0).astype(np.float64), speeds)
             for router in routers:
                 router.sync(loads)
         for s, router in enumerate(routers):
@@ -96,13 +98,13 @@ def simulate_point(point: Point) -> Work:
 def _live_work(point: Point, app, stream) -> Work:
     """:func:`simulate_point` for live routing (:func:`simulate_live`)."""
     result = simulate_live(app, stream, point.scheme, point.workers, point.sources, point.live, split=point.split,
-                           seed=point.seed, params=point.params)
+                           seed=point.seed, params=point.params, slow=point.slow)
     store, probe, workers = live_copies(app, stream, result, point.live, point.live.widest(point.workers))
     return Work(store, probe, stream.distinct_keys, workers)
 
 
 def simulate_live(app, stream, scheme: str, workers: int, sources: int, live, *, split: str = "shuffle",
-                  seed: int = 0, params: str = ""):
+                  seed: int = 0, params: str = "", slow: str = ""):
     """The simulator's run of the pipeline's live routing: it routes with the versions the pipeline's
     controller publishes (:mod:`skewbench.migration`), and a scheme told the workers' loads (pkg-probe,
     pkg-global) is told the copies they handled, as the pipeline's load feedback counts them."""
@@ -117,7 +119,7 @@ def simulate_live(app, stream, scheme: str, workers: int, sources: int, live, *,
         return store + probe
 
     return simulate(stream, scheme, workers, sources, split=split, seed=seed, params=parse_params(params),
-                    live=live, copies=copies if told else None)
+                    live=live, copies=copies if told else None, slow=slow)
 
 
 def live_copies(app, stream, result, live, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -266,11 +268,12 @@ def predict(point: Point, work: Work, model: EngineModel) -> dict:
         return {"throughput": np.nan, "overhead_s": np.nan, "busiest_s": np.nan}
     sizes = np.minimum(point.batch_rows, point.messages - point.batch_rows * np.arange(len(work.store)))
     steady = slice(1, None) if len(sizes) > 1 else slice(None)  # the warm-up batch is not measured
-    per_copy = point.delay_ms / 1000 + model.copy_seconds(point.app)
+    speeds = parse_speeds(point.slow, work.store.shape[1])
+    per_copy = point.delay_ms / 1000 / speeds + model.copy_seconds(point.app)  # each worker's
     workers = work.workers if work.workers is not None else np.full(len(work.store), point.workers)
     cost = np.array([model.cost(int(w), point.sources, int(c.sum()))
                      for w, c in zip(workers[steady], work.copies[steady])])
-    busiest = work.copies[steady].max(axis=1) * per_copy
+    busiest = (work.copies[steady] * per_copy).max(axis=1)
     seconds = model.batch_seconds(cost, busiest)
     capacity = sizes[steady].sum() / seconds.sum() if seconds.sum() > 0 else float("inf")
     return {"throughput": min(capacity, point.rate) if point.rate > 0 else capacity,

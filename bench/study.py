@@ -31,10 +31,11 @@ class Study:
     interval: int | None = None
     schedule: dict[int, int] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)  # scheme name → its parameters
+    slow: list[str] = field(default_factory=lambda: [""])  # worker-speed profiles (skewbench.speeds)
 
-    def grid(self) -> list[tuple[str, int, int, int]]:
+    def grid(self) -> list[tuple[int, int, int, str, str]]:
         seeds = range(self.seed, self.seed + self.repeat)
-        return list(itertools.product(seeds, self.workers, self.sources, self.schemes))
+        return list(itertools.product(seeds, self.workers, self.sources, self.schemes, self.slow))
 
 
 def claim(path: Path, force: bool) -> None:
@@ -42,6 +43,21 @@ def claim(path: Path, force: bool) -> None:
     if path.exists() and not force:
         raise ResultExists(f"{path} already exists; choose another --out or pass --force to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def with_speed_share(table: pd.DataFrame) -> pd.DataFrame:
+    """``speed_share`` for the rows with a slow-worker profile: their throughput as a share of the same run's on
+    equal workers (:func:`skewbench.speeds.speed_share`)."""
+    from skewbench.speeds import parse, speed_share
+
+    slow = table["slow"] != ""
+    if not slow.any():
+        return table
+    same = ["workload", "scheme", "workers", "sources", "seed", "split", "params"]
+    equal = table[~slow].set_index(same)["time_over_ideal"]
+    share = [speed_share(equal.get(tuple(r[k] for k in same), float("nan")), r["time_over_ideal"],
+                         parse(r["slow"], r["workers"])) for _, r in table[slow].iterrows()]
+    return table.assign(speed_share=pd.Series(share, index=table.index[slow]))
 
 
 def run_study(study: Study, out: Path, timeseries: Path | None = None, force: bool = False) -> pd.DataFrame:
@@ -57,18 +73,20 @@ def run_study(study: Study, out: Path, timeseries: Path | None = None, force: bo
     rows, series = [], []
     cells = study.grid()
     with Progress(len(cells)) as progress:
-        for seed, workers, sources, scheme in cells:
-            progress.step(f"{scheme} W={workers} S={sources} seed={seed} on {study.workload}")
+        for seed, workers, sources, scheme, slow in cells:
+            progress.step(f"{scheme} W={workers} S={sources} seed={seed}{' slow ' + slow if slow else ''} on "
+                          f"{study.workload}")
             if seed not in streams:
                 streams = {seed: parse(study.workload, messages=study.messages, seed=seed)}
             result = simulate(streams[seed], scheme, workers, sources, split=study.split, interval=study.interval,
-                              schedule=study.schedule, seed=seed, params=study.params.get(scheme, {}))
+                              schedule=study.schedule, seed=seed, params=study.params.get(scheme, {}), slow=slow)
             rows.append(result.row)
             pd.DataFrame(rows).to_csv(partial, index=False)
             if timeseries is not None:
                 series.append(result.timeseries.assign(scheme=scheme, workers_initial=workers, sources=sources,
                                                        seed=seed))
-    table = pd.DataFrame(rows)
+    table = with_speed_share(pd.DataFrame(rows))
+    table.to_csv(partial, index=False)
     if timeseries is not None:
         pd.concat(series).to_csv(timeseries, index=False)
     partial.replace(out)

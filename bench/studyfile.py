@@ -25,6 +25,7 @@ runs; ``""`` never), ``migration`` (``all-at-once`` | ``fluid``), ``fluid_keys``
 ``ingest`` (``engine``: the stream generated in Spark's source; ``locust``: sent by locust through the
 cluster's broker, :mod:`~skewbench.bench.spark.ingest`), ``faults`` (``"worker@0.3+3"``: nodes killed during
 the run, :mod:`~skewbench.bench.spark.faults`; no ``driver`` fault: a bench's runs share one driver),
+``slow`` (a worker-speed profile, ``"1@0.5"``: one worker at half speed, :mod:`skewbench.speeds`),
 ``batch_rows`` / ``batch_rows_per_worker``.
 ``design: cross`` runs every combination; ``design: around`` runs the *centre* (the first value of every factor) and,
 for each factor, its other values with every other factor at the centre (Montgomery's one-factor-at-a-time).
@@ -65,10 +66,11 @@ from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, 
 from skewbench.bench.spark.faults import FaultError, parse_all as parse_faults
 from skewbench.bench.spark.ingest import PATHS as INGEST_PATHS
 from skewbench.migration import HANDOVERS, STRATEGIES
+from skewbench.speeds import SpeedError, parse as parse_speeds
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
            "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params",
-           "ingest", "faults", "batch_rows", "batch_rows_per_worker")
+           "ingest", "faults", "slow", "batch_rows", "batch_rows_per_worker")
 MAX_WORKERS = 1000
 PROFILES = ("quick", "default", "full")
 MAX_DELAY_MS = 100
@@ -100,6 +102,7 @@ _FACTOR_ITEMS = {
     "params": {"type": "string"},
     "ingest": {"enum": list(INGEST_PATHS)},
     "faults": {"type": "string"},
+    "slow": {"type": "string"},
     "batch_rows": _COUNT,
     "batch_rows_per_worker": _COUNT,
 }
@@ -140,18 +143,19 @@ SCHEMA = {
 DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0], "aggregation_period": [0],
             "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "rebalance_every": [0], "schedule": [""],
             "migration": ["all-at-once"], "fluid_keys": [0], "handover": ["hold"], "params": [""], "ingest": ["engine"],
-            "faults": [""], "repeats": 1,
+            "faults": [""], "slow": [""], "repeats": 1,
             "design": "cross",
             "batches": 5}
 #: Factors added after benches were first kept: a saved plan without them resumes (``bench.driver``).
-LATER_FACTORS = ("rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params", "ingest", "faults")
+LATER_FACTORS = ("rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params", "ingest", "faults",
+                 "slow")
 #: Live routing's factors (:mod:`skewbench.migration`) at their static values.
 STATIC = {"rebalance_every": 0, "schedule": "", "migration": "all-at-once", "fluid_keys": 0, "handover": "hold"}
 #: The lever set of a study saved before levers existed (a kept bench's plan.json): Spark as configured.
 LEVERS_BEFORE = "none"
 #: Fields a point gained after runs were first named, at the values that mean "as before": there they stay
 #: out of the name's digest, so a run made earlier keeps its name.
-LATER_FIELDS = {"levers": LEVERS_BEFORE, **STATIC, "params": "", "ingest": "engine", "faults": ""}
+LATER_FIELDS = {"levers": LEVERS_BEFORE, **STATIC, "params": "", "ingest": "engine", "faults": "", "slow": ""}
 
 
 class StudyError(ValueError):
@@ -184,6 +188,7 @@ class Point:
     params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
     ingest: str = "engine"  # or "locust": the stream through the cluster's broker (bench.spark.ingest)
     faults: str = ""  # "KIND@AT+DOWN,...": nodes killed during the run (bench.spark.faults)
+    slow: str = ""  # a worker-speed profile, "1@0.5" (skewbench.speeds): "" every worker at full speed
 
     @property
     def name(self) -> str:
@@ -259,7 +264,8 @@ class Study:
                      batch_rows=min(rows, messages), rate=float(rate if rate is not None else c["rate"]),
                      aggregation_period=c["aggregation_period"], split=c["split"], seed=seed,
                      levers=canonical(c.get("levers", LEVERS_BEFORE)), params=c.get("params", ""),
-                     ingest=c.get("ingest", "engine"), faults=c.get("faults", ""), **_live_factors(c))
+                     ingest=c.get("ingest", "engine"), faults=c.get("faults", ""), slow=c.get("slow", ""),
+                     **_live_factors(c))
 
 
 def _live_factors(c: dict) -> dict:
@@ -367,6 +373,12 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
                                                  "`skewbench run --faults driver@...`")
         if any(f.kind == "broker" for f in struck) and spec["ingest"] != ["locust"]:
             raise _fail(path, prefix + "faults", "a broker fault needs ingest: locust (and only it)")
+    for slow in spec["slow"]:
+        for workers in spec["workers"]:
+            try:
+                parse_speeds(slow, workers)
+            except SpeedError as exc:
+                raise _fail(path, prefix + "slow", f"W = {workers}: {exc}") from None
     if any(spec["aggregation_period"]) and set(spec["apps"]) != {"wordcount"}:
         raise _fail(path, prefix + "aggregation_period", "applies to wordcount only")
     for spec_text in (w for w in spec["workloads"] if w):

@@ -73,13 +73,26 @@ def cmd_simulate(args) -> int:
     study = Study(workload=args.workload, schemes=schemes, workers=_int_list(args.workers, "workers"),
                   sources=_int_list(args.sources, "sources"), messages=args.messages, seed=args.seed,
                   repeat=args.repeat, split=args.split, interval=args.interval,
-                  schedule=_schedule(args.schedule), params=params)
+                  schedule=_schedule(args.schedule), params=params, slow=["", *args.slow])
     parse(study.workload, messages=min(args.messages or 1000, 1000), seed=args.seed)  # fail fast on a bad SPEC
+    _check_speeds(args.slow, study.workers)
     table = run_study(study, Path(args.out), Path(args.timeseries) if args.timeseries else None, force=args.force)
-    columns = ["scheme", "workers", "sources", "avg_imbalance", "imbalance_fraction", "max_over_mean", "counters"]
+    columns = ["scheme", "workers", "sources", "avg_imbalance", "imbalance_fraction", "max_over_mean", "counters",
+               *(["slow", "time_over_ideal", "speed_share"] if args.slow else [])]
     print(table[columns].to_string(index=False))
     print(f"wrote {args.out}")
     return 0
+
+
+def _check_speeds(profiles: list[str], workers: list[int]) -> None:
+    from skewbench.speeds import SpeedError, parse
+
+    for profile in profiles:
+        for w in workers:
+            try:
+                parse(profile, w)
+            except SpeedError as exc:
+                raise UsageError(f"--slow, W = {w}: {exc}") from None
 
 
 def cmd_speed(args) -> int:
@@ -112,7 +125,7 @@ def cmd_speed(args) -> int:
 
 RUN_OPTIONS = ("app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "rate", "batch_rows",
                "master", "seed", "split", "delay_mode", "aggregation_period", "levers", "out", "rebalance_every",
-               "schedule", "migration", "fluid_keys", "handover", "params", "ingest", "faults")
+               "schedule", "migration", "fluid_keys", "handover", "params", "ingest", "faults", "slow")
 
 
 def _in_cluster_python(command: str, argv: list[str]) -> None:
@@ -388,6 +401,9 @@ def add_run_options(run) -> None:
                      help="nodes of the local cluster killed during the run: worker@0.4+5 kills the last worker "
                           "node when 40%% of the messages are done and starts it again 5 s later; broker@... the "
                           "broker (with --ingest locust); driver@... the driver, restarted from the checkpoints")
+    run.add_argument("--slow", default="", metavar="COUNT@SPEED,...",
+                     help="heterogeneous workers: 1@0.5 runs worker 0 at half speed (its injected delay doubled), "
+                          "20%%@0.5 one worker in five (default: every worker at full speed; docs/heterogeneous.md)")
     run.add_argument("--out", required=True, metavar="DIR", help="result folder (must not exist)")
 
 
@@ -413,6 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--schedule", metavar="AT:W,...", help="change W during the run, e.g. 500000:11")
     sim.add_argument("--param", action="append", default=[], metavar="SCHEME.NAME=VALUE",
                      help="a scheme parameter, repeatable (e.g. gedik-readj.alpha=1.5)")
+    sim.add_argument("--slow", action="append", default=[], metavar="COUNT@SPEED,...",
+                     help="also run with these workers slow, repeatable (1@0.5: worker 0 at half speed); the rows "
+                          "gain time_over_ideal and speed_share (docs/heterogeneous.md)")
     sim.add_argument("--out", required=True, metavar="FILE.csv", help="summary table (refuses to overwrite)")
     sim.add_argument("--timeseries", metavar="FILE.csv", help="also write I(t) for every run")
     sim.add_argument("--force", action="store_true", help="replace existing output files")

@@ -72,7 +72,8 @@ def test_a_new_driver_finds_the_locust_a_dead_driver_left_and_stops_it_when_it_m
 
     from skewbench.bench.spark.ingest import running, stop, stop_left
 
-    shell = subprocess.Popen(["sh", "-c", 'sleep 60 & wait; echo $? >"$0"', "run-1234-topic"], start_new_session=True)
+    shell = subprocess.Popen(["sh", "-c", 'sleep 60 & wait; echo $? >"$0"', "run-1234-topic"], start_new_session=True,
+                             cwd=tmp_path)  # (the exit code lands in tmp_path, not the repository)
     while not (children := psutil.Process(shell.pid).children()):
         time.sleep(0.01)
     sleeper = children[0]

@@ -19,7 +19,7 @@ def point(scheme: str, batch_rows: int = 1000) -> Point:
 
 
 def test_the_loads_of_a_batch_are_written_once_and_add_up(tmp_path):
-    feed = LoadFeed(tmp_path, workers=3)
+    feed = LoadFeed(tmp_path, np.ones(3))
     feed.after_batch(0, np.array([0, 2, 2]), np.array([5, 1, 2]))
     feed.after_batch(0, np.array([0, 2, 2]), np.array([5, 1, 2]))  # the same batch again: counted once
     feed.after_batch(1, np.array([1]), np.array([4]))

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 from skewbench.analysis.repeats import CI_BARS
-from skewbench.analysis.sections.common import figure, load, markdown
+from skewbench.analysis.sections.common import figure, load, markdown, study_table
 
 
 def storm(folder: Path) -> list[str]:
@@ -72,7 +72,7 @@ def _saturation(c: dict) -> str:
 def aggregation(folder: Path) -> list[str]:
     """The paper's Fig. 5b on Spark (``make bench``): throughput against the counters held, for
     every aggregation period T; kg (no partial counts) for reference."""
-    data = load(folder, "aggregation")
+    data = study_table(folder, "aggregation")  # (not a prefix: the aggregation-cost study is another)
     if data is None:
         return []
     columns = ["throughput", "counters_mean", "output_rows", "batch_median_s"]

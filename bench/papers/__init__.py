@@ -8,10 +8,10 @@ fidelity table (``analysis/fidelity.py``) reads the tables these write, ``OUT/<n
 
 from __future__ import annotations
 
-from skewbench.bench.papers import dkg, fang, gedik, pkg
+from skewbench.bench.papers import dkg, fang, gedik, newer, pkg
 
 LONG = "tw_full_"  # experiments that take hours (TW at its 1.2G messages): `make study-tw`, not `make study`
-PAPERS = {"pkg": pkg, "gedik": gedik, "fang": fang, "dkg": dkg}
+PAPERS = {"pkg": pkg, "gedik": gedik, "fang": fang, "dkg": dkg, "newer": newer}
 
 
 def experiments(messages: int | None = None) -> dict:

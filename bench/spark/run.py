@@ -54,6 +54,7 @@ import pandas as pd
 
 from skewbench.bench.interrupts import deferred
 from skewbench.bench.progress import clock
+from skewbench import speeds as speed_profile
 from skewbench.bench.spark import engine, faults, feedback, routing
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT
 from skewbench.bench.broker import Broker, BrokerError
@@ -96,6 +97,7 @@ class Config:
     params: str = ""  # the scheme's parameters, "NAME=VALUE,..." (skewbench.scheme.parse_params)
     ingest: str = "engine"  # or "locust": the stream comes through the broker (bench.spark.ingest)
     faults: str = ""  # "KIND@AT+DOWN,...": nodes killed during the run (bench.spark.faults)
+    slow: str = ""  # a worker-speed profile, "1@0.5": the injected delay / speed per worker (skewbench.speeds)
 
     def live(self):
         """The run's :class:`~skewbench.migration.Live`, or None when its routing never changes."""
@@ -220,6 +222,10 @@ def check(config: Config, need_cluster: bool = True, own_app: str | None = None,
         check_live(config, proto)
     except ValueError as exc:
         raise RunError(str(exc)) from None
+    try:
+        speed_profile.parse(config.slow, config.width())
+    except speed_profile.SpeedError as exc:
+        raise RunError(f"--slow: {exc}") from None
     if any(f.kind == "driver" for f in struck) and not resumable(config):
         raise RunError(f"--faults: a driver fault needs a run a new driver can finish: {NOT_RESUMABLE}")
     spec = config.workload or app.default_workload
@@ -398,7 +404,8 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
                                                 F.col("worker") + 1))
     worked = (routed.groupBy("wg")
               .applyInPandasWithState(workers.worker(app, config.delay_ms / 1000, config.delay_mode, width,
-                                                     packed=tasks < width, defers=closers > 0, live=bool(versions)),
+                                                     packed=tasks < width, defers=closers > 0, live=bool(versions),
+                                                     speeds=tuple(speed_profile.parse(config.slow, width))),
                                       workers.SCHEMA, "blob binary", "append", "NoTimeout"))
     return (worked.writeStream.outputMode("append").foreachBatch(collector)
             .option("checkpointLocation", str(folder / "checkpoint")).start())
@@ -414,7 +421,8 @@ def load_feed(config: Config, folder: Path):
     true loads between micro-batches; None for the others."""
     from skewbench.bench.spark.live import folder_of
 
-    return feedback.LoadFeed(folder_of(folder / "checkpoint"), config.width()) if told_loads(config) else None
+    return (feedback.LoadFeed(folder_of(folder / "checkpoint"), speed_profile.parse(config.slow, config.width()))
+            if told_loads(config) else None)
 
 
 NOT_RESUMABLE = "a run with live routing or load feedback cannot resume yet"

@@ -118,11 +118,12 @@ def close(clock: dict) -> None:
 
 
 def worker(app, delay: float, mode: str, workers: int, packed: bool = False, defers: bool = False,
-           live: bool = False):
+           live: bool = False, speeds: tuple[float, ...] = ()):
     """The ``applyInPandasWithState`` function of the worker stage (``packed``: several workers per task;
     ``defers``: their sleep left to a closing group per task, the groups of worker ids ``workers`` and up;
     ``live``: routing changes during the run, and keys' state moves in and out
-    (:func:`~skewbench.bench.apps.handover.sort_out`; the state is then the app's and the worker's desk))."""
+    (:func:`~skewbench.bench.apps.handover.sort_out`; the state is then the app's and the worker's desk));
+    ``speeds``: each worker's speed (:mod:`skewbench.speeds`), its injected delay per copy ``delay / speed``)."""
 
     def work(key, frames, state):
         from pyspark import TaskContext  # here, not above: the rest of this module runs without PySpark
@@ -149,7 +150,8 @@ def worker(app, delay: float, mode: str, workers: int, packed: bool = False, def
             migrating = time.perf_counter() - began
         else:
             held, todo = (kept if kept is not None else app.new_state(worker)), rows[~flush]
-        held, record = work_batch(app, held, todo, delay, mode, worker, TaskContext.get().partitionId(), clock)
+        own_delay = delay / speeds[worker] if speeds else delay
+        held, record = work_batch(app, held, todo, own_delay, mode, worker, TaskContext.get().partitionId(), clock)
         record["state"], record["final"] = None, False
         if live:  # the keys handed over ahead leave after this batch's rows
             began = time.perf_counter()

@@ -26,6 +26,7 @@ import pandas as pd
 
 from skewbench.migration import Live, Version, moves_state, owners
 from skewbench.scheme import Plan, Scheme, make_scheme
+from skewbench import speeds as speed_profile
 from skewbench.simulator import metrics
 from skewbench.sources import plan_on_prefix, source_of_each_message, source_routers
 from skewbench.stream import GeneratedStream, Stream
@@ -110,7 +111,7 @@ class Simulation:
     def __init__(self, stream: Stream, scheme: str, workers: int, sources: int = 1, *, split: str = "shuffle",
                  interval: int | None = None, schedule: dict[int, int] | None = None, seed: int = 0,
                  samples: int = 1000, params: dict | None = None, live: Live | None = None,
-                 copies: Callable[[Scheme, int, np.ndarray], np.ndarray] | None = None):
+                 copies: Callable[[Scheme, int, np.ndarray], np.ndarray] | None = None, slow: str = ""):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if sources < 1:
@@ -131,6 +132,7 @@ class Simulation:
         self.interval = int(live.batch if live else interval or max(1, stream.messages // 100))
         self.samples = samples
         self.copies = copies
+        self.slow, self.speeds = slow, speed_profile.parse(slow, max(self.schedule.values()))
 
     def _source_routers(self, proto: Scheme) -> list[Scheme]:
         """Every source's router; with live routing as the pipelines make them, each source in a process of
@@ -181,10 +183,11 @@ class Simulation:
                     workers, migrated = controller.current.workers, migrated + len(controller.current.moves)
                 told = handled if self.copies is not None else measures.series.totals.astype(np.float64)
                 for router in routers:  # as the pipeline's sources are told before the next batch
-                    router.sync(told)
+                    router.sync(speed_profile.busy_times(told, self.speeds))
             elif closes:
                 for router in routers:
-                    router.sync(measures.series.totals[:workers].astype(np.float64))
+                    router.sync(speed_profile.busy_times(measures.series.totals[:workers].astype(np.float64),
+                                                         self.speeds))
                 proto, new_workers, moved = self._control(proto, routers, workers, start + len(piece), interval,
                                                           piece, measures.keys, plans)
                 workers, interval, migrated = new_workers, _Interval(width), migrated + moved
@@ -228,6 +231,7 @@ class Simulation:
     def _result(self, measures, routes, routers, plans, migrated, route_seconds, versions) -> SimResult:
         stream, n = self.stream, self.stream.messages
         measured = measures.row(n)
+        final = measures.series.loads[-1][: measures.series.active[-1]]
         row = {
             "workload": stream.name, "scheme": self.scheme,
             "workers": int(self.schedule[0]), "final_workers": measured.pop("final_workers"),
@@ -243,6 +247,8 @@ class Simulation:
             "route_seconds": route_seconds,
             "msgs_per_s": n / route_seconds if route_seconds > 0 else float("inf"),
             "params": ",".join(f"{k}={v}" for k, v in sorted(self.params.items())),
+            "slow": self.slow,
+            "time_over_ideal": speed_profile.time_over_ideal(final, self.speeds),
         }
         points, imbalance = measures.series.points, measures.imbalance()
         timeseries = pd.DataFrame({"messages": points, "workers": measures.series.active, "imbalance": imbalance,
@@ -261,7 +267,9 @@ def simulate(stream: Stream | GeneratedStream, scheme: str, workers: int, source
     the I(t) series), ``params`` (scheme parameters), ``live`` (a :class:`~skewbench.migration.Live`:
     routing that changes at micro-batch boundaries exactly as the pipelines change it, instead of
     ``interval`` and ``schedule``), ``copies`` (with ``live``: ``(router, first message, routes)`` → each
-    worker's copies, the load a scheme told the loads is told; default one a message routed).
+    worker's copies, the load a scheme told the loads is told; default one a message routed), ``slow`` (a
+    worker-speed profile, :mod:`skewbench.speeds`: the row's ``time_over_ideal`` weighs each worker's load by
+    its speed, and a scheme told the loads is told those times).
 
     >>> from skewbench.stream import Stream
     >>> s = Stream("demo", np.random.default_rng(0).zipf(2.0, 20_000) % 500)

@@ -62,7 +62,7 @@ def run(app_name: str, scheme: str, every: int = 0, schedule: str = "", migratio
     folder = Path(tempfile.mkdtemp()) / "routing"
     folder.mkdir()
     publisher = routing_live.Publisher(folder, controller, stream)
-    feed = feedback.LoadFeed(folder, width) if feedback.needs_loads(first) else None  # pkg-probe, pkg-global
+    feed = feedback.LoadFeed(folder, np.ones(width)) if feedback.needs_loads(first) else None  # pkg-probe, pkg-global
     reader = SkewbenchStreamReader(Options({
         "workload": WORKLOAD, "messages": MESSAGES, "seed": 0, "sources": S, "max_rows_per_trigger": BATCH,
         "app": app_name, "scheme": scheme, "workers": width, "versions": str(folder),

@@ -26,7 +26,7 @@ design: around
 """
 MEASURED = """\
 name: tiny
-apps: [wordcount, naivebayes]
+apps: wordcount
 schemes: [kg, pkg]
 workers: 4
 sources: 2
@@ -236,8 +236,7 @@ def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibrat
     the same cluster and code reuses the cached calibration.
     The point scales out while it runs (a study's live-routing factors), exactly as simulated."""
     study = tmp_path / "tiny.yaml"
-    study.write_text(textwrap.dedent(MEASURED.replace("apps: [wordcount, naivebayes]", "apps: wordcount")
-                                     .replace("schemes: [kg, pkg]", "schemes: consistent")
+    study.write_text(textwrap.dedent(MEASURED.replace("schemes: [kg, pkg]", "schemes: consistent")
                                      .replace("workers: 4", "workers: 3\nschedule: '1:4'")))
     cache = tmp_path / "cache"
     code, log = finished(bench(str(study), "--out", str(tmp_path / "first"), "--warm-up-batches", "2",

@@ -56,7 +56,8 @@ APP_WORKLOADS = {"wordcount": WORKLOAD, "selfjoin": "ticks:symbols=200", "naiveb
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
 PARAMS = "vnodes=3"  # consistent hashing with 3 points per worker instead of 1,000: other workers
 EXTRA = {"aggregation": {"batch_rows": MESSAGES // 6, "aggregation_period": 2},  # pkg runs of their own tests
-         "rate": {"rate": 1500.0, "batch_rows": MESSAGES}}
+         "rate": {"rate": 1500.0, "batch_rows": MESSAGES},
+         "slow": {"scheme": "pkg-global", "slow": "1@0.5", "batch_rows": MESSAGES // 4}}  # worker 0 at half speed
 
 
 def config(scheme, split, out, app="wordcount"):
@@ -159,6 +160,29 @@ def test_a_schemes_parameters_route_as_the_simulator_says(runs):
     assert summary["correct"] and summary["worker_messages"] == simulate_point(point).store.sum(0).tolist()
     default = json.loads((runs["wordcount", "consistent", "shuffle"] / "summary.json").read_text())
     assert summary["worker_messages"] != default["worker_messages"]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_slow_worker_burns_twice_the_delay_and_is_told_as_its_time(runs):
+    """--slow 1@0.5: worker 0's injected delay per copy is twice the others', and pkg-global, told the workers'
+    busy time, sends it fewer messages than any other, exactly as the simulator says."""
+    from skewbench.bench.prediction import simulate_point
+    from skewbench.bench.studyfile import Point
+
+    out = runs["slow"]
+    check_run(out, "pkg-global", "shuffle")
+    summary = json.loads((out / "summary.json").read_text())
+    point = Point(study="t", app="wordcount", scheme="pkg-global", workers=W, sources=S, delay_ms=0.05,
+                  workload=WORKLOAD, messages=MESSAGES, batch_rows=MESSAGES // 4, rate=0.0, aggregation_period=0,
+                  split="shuffle", seed=0, slow="1@0.5")
+    assert summary["worker_messages"] == simulate_point(point).store.sum(0).tolist()
+    assert summary["worker_messages"][0] < min(summary["worker_messages"][1:]), summary["worker_messages"]
+    rows = pd.concat(pd.read_parquet(p) for p in (out / "metrics").glob("*.parquet"))
+    per_copy = rows.groupby("worker")[["delay_intended", "stored", "probed"]].sum()
+    per_copy = per_copy["delay_intended"] / (per_copy["stored"] + per_copy["probed"])
+    assert per_copy.loc[0] == pytest.approx(1e-4) and per_copy.drop(0).to_numpy() == pytest.approx(5e-5)
+    assert json.loads((out / "run.meta.json").read_text())["config"]["config"]["slow"] == "1@0.5"
 
 
 @pytest.mark.spark
@@ -276,6 +300,13 @@ def test_bad_aggregation_period_is_a_usage_error(tmp_path, app, period, message)
     done = skewbench("run", "--app", app, "--scheme", "kg", "--workers", "2", "--aggregation-period", period,
                      "--out", str(tmp_path / "x"))
     assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
+
+
+def test_a_bad_speed_profile_is_a_usage_error(tmp_path):
+    done = skewbench("run", "--app", "wordcount", "--scheme", "kg", "--workers", "2", "--slow", "3@0.5",
+                     "--out", str(tmp_path / "x"))
+    assert done.returncode == 2 and "--slow: speed profile '3@0.5' names 3 slow workers" in done.stderr, done.stderr
     assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
 
 

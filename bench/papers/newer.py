@@ -1,0 +1,46 @@
+"""Beyond the seed papers (issue 23): experiments no single paper ran.
+
+``hetero_wp``: every scheme on the WP-like stream with slow workers — one worker at half speed, and one in
+five — beside equal workers, at W = 10, 50 and 100 (S = 5): each row's ``speed_share`` is its throughput as a
+share of the same run's on equal workers where the busiest worker's time decides it (:mod:`skewbench.speeds`).
+``hetero_wp_told``: Consistent Grouping told the slow workers' capacity (its virtual workers in proportion),
+its share against itself on equal workers.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import pandas as pd
+
+import skewbench.schemes  # noqa: F401  (registers every scheme)
+from skewbench.bench.provenance import write_metadata
+from skewbench.bench.study import Study
+from skewbench.scheme import REGISTRY
+from skewbench.simulator import simulate
+from skewbench.speeds import parse, speed_share
+from skewbench.workloads import parse as parse_workload
+
+#: mixed-brute is mixed with a brute-force planner (the same routes, hours at W = 100).
+SCHEMES = sorted(set(REGISTRY) - {"mixed-brute"})
+SLOW, WORKERS, SOURCES = ["", "1@0.5", "20%@0.5"], [10, 50, 100], 5
+
+
+def told(out: Path, messages: int) -> None:
+    """cg told each profile as its capacity, beside cg on equal workers."""
+    stream, rows = parse_workload("wp", messages=messages, seed=0), []
+    for workers in WORKERS:
+        equal = simulate(stream, "cg", workers, SOURCES).row
+        for slow in SLOW[1:]:
+            row = simulate(stream, "cg", workers, SOURCES, slow=slow, params={"capacity": slow}).row
+            rows.append({**row, "speed_share": speed_share(equal["time_over_ideal"], row["time_over_ideal"],
+                                                           parse(slow, workers))})
+    pd.DataFrame(rows).assign(scheme="cg (capacity told)").to_csv(out, index=False)
+    write_metadata(out, {"experiment": "cg told the slow workers' capacity, WP, S=5", "messages": messages})
+
+
+def experiments(messages: int | None) -> dict:
+    m = messages or 2_000_000
+    return {"hetero_wp": (Study("wp", SCHEMES, WORKERS, [SOURCES], m, slow=SLOW), False),
+            "hetero_wp_told": partial(told, messages=m)}
