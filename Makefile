@@ -40,8 +40,10 @@ browser:  ## Debian's chromium + chromedriver for tests/test_html_report.py (apt
 	    echo "  browser test will be skipped: sudo apt-get install $(BROWSER_PKGS)" >&2; \
 	fi
 
-test: setup browser  ## unit + conformance + analytical tests (the 20 slowest listed: the suite must stay under 30 min)
-	$(PY) -m pytest -q --durations=20
+# The tests without a cluster run on both cores (pytest-xdist); the cluster's tests after them, one at a time.
+test: setup browser  ## unit + conformance + analytical tests (the slowest listed: the suite must stay under 30 min)
+	$(PY) -m pytest -q -n 2 --durations=10 tests --ignore=tests/spark --ignore=tests/infra
+	$(PY) -m pytest -q --durations=20 tests/spark tests/infra
 
 study: setup  ## the papers' simulations at their sizes (MESSAGES=N caps every stream), into $(OUT)
 	$(VENV)/bin/skewbench study --out $(OUT) $(if $(MESSAGES),--messages $(MESSAGES))
