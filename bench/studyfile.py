@@ -66,7 +66,7 @@ from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, 
 from skewbench.bench.spark.faults import FaultError, parse_all as parse_faults
 from skewbench.bench.spark.ingest import PATHS as INGEST_PATHS
 from skewbench.migration import HANDOVERS, STRATEGIES
-from skewbench.speeds import SpeedError, parse as parse_speeds
+from skewbench.speeds import SpeedError, check as check_speeds
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
            "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params",
@@ -373,12 +373,10 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
                                                  "`skewbench run --faults driver@...`")
         if any(f.kind == "broker" for f in struck) and spec["ingest"] != ["locust"]:
             raise _fail(path, prefix + "faults", "a broker fault needs ingest: locust (and only it)")
-    for slow in spec["slow"]:
-        for workers in spec["workers"]:
-            try:
-                parse_speeds(slow, workers)
-            except SpeedError as exc:
-                raise _fail(path, prefix + "slow", f"W = {workers}: {exc}") from None
+    try:
+        check_speeds(spec["slow"], spec["workers"])
+    except SpeedError as exc:
+        raise _fail(path, prefix + "slow", str(exc)) from None
     if any(spec["aggregation_period"]) and set(spec["apps"]) != {"wordcount"}:
         raise _fail(path, prefix + "aggregation_period", "applies to wordcount only")
     for spec_text in (w for w in spec["workloads"] if w):

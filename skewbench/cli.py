@@ -65,6 +65,7 @@ def _check_schemes(names: list[str], params: dict[str, dict]) -> None:
 
 def cmd_simulate(args) -> int:
     from skewbench.bench.study import Study, run_study
+    from skewbench.speeds import SpeedError, check as check_speeds
     from skewbench.workloads import parse
 
     schemes = [s for s in args.schemes.split(",") if s]
@@ -75,24 +76,16 @@ def cmd_simulate(args) -> int:
                   repeat=args.repeat, split=args.split, interval=args.interval,
                   schedule=_schedule(args.schedule), params=params, slow=["", *args.slow])
     parse(study.workload, messages=min(args.messages or 1000, 1000), seed=args.seed)  # fail fast on a bad SPEC
-    _check_speeds(args.slow, study.workers)
+    try:
+        check_speeds(args.slow, study.workers)
+    except SpeedError as exc:
+        raise UsageError(f"--slow, {exc}") from None
     table = run_study(study, Path(args.out), Path(args.timeseries) if args.timeseries else None, force=args.force)
     columns = ["scheme", "workers", "sources", "avg_imbalance", "imbalance_fraction", "max_over_mean", "counters",
                *(["slow", "time_over_ideal", "speed_share"] if args.slow else [])]
     print(table[columns].to_string(index=False))
     print(f"wrote {args.out}")
     return 0
-
-
-def _check_speeds(profiles: list[str], workers: list[int]) -> None:
-    from skewbench.speeds import SpeedError, parse
-
-    for profile in profiles:
-        for w in workers:
-            try:
-                parse(profile, w)
-            except SpeedError as exc:
-                raise UsageError(f"--slow, W = {w}: {exc}") from None
 
 
 def cmd_speed(args) -> int:

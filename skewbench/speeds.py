@@ -66,6 +66,16 @@ def _part(part: str, workers: int) -> tuple[int, float]:
     return count, speed
 
 
+def check(profiles: list[str], workers: list[int]) -> None:
+    """Every profile applies to every worker count: else :class:`SpeedError` naming the first W it does not."""
+    for profile in profiles:
+        for w in workers:
+            try:
+                parse(profile, w)
+            except SpeedError as exc:
+                raise SpeedError(f"W = {w}: {exc}") from None
+
+
 def busy_times(copies: np.ndarray, speeds: np.ndarray) -> np.ndarray:
     """Each worker's time in units of one copy at speed 1 (``copies``: shape ... × W)."""
     return copies / speeds[: copies.shape[-1]]
