@@ -40,10 +40,14 @@ browser:  ## Debian's chromium + chromedriver for tests/test_html_report.py (apt
 	    echo "  browser test will be skipped: sudo apt-get install $(BROWSER_PKGS)" >&2; \
 	fi
 
-# The tests without a cluster run on both cores (pytest-xdist); the cluster's tests after them, one at a time.
+# The tests without a cluster run on both cores (pytest-xdist) while the infrastructure's venvs are built; then
+# the cluster's tests on two workers: the pipeline's on their shared cluster, one at a time, and meanwhile the
+# infrastructure's on clusters of their own (tests/conftest.py groups them; cluster-ups take turns at their plays).
 test: setup browser  ## unit + conformance + analytical tests (the slowest listed: the suite must stay under 30 min)
-	$(PY) -m pytest -q -n 2 --durations=10 tests --ignore=tests/spark --ignore=tests/infra
-	$(PY) -m pytest -q --durations=20 tests/spark tests/infra
+	@$(MAKE) --no-print-directory -f infra/cluster.mk infra-setup infra-lint-setup & venvs=$$!; \
+	$(PY) -m pytest -q -n 2 --durations=10 tests --ignore=tests/spark --ignore=tests/infra; unit=$$?; \
+	wait $$venvs && [ $$unit = 0 ]
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=20 tests/spark tests/infra
 
 study: setup  ## the papers' simulations at their sizes (MESSAGES=N caps every stream), into $(OUT)
 	$(VENV)/bin/skewbench study --out $(OUT) $(if $(MESSAGES),--messages $(MESSAGES))

@@ -22,6 +22,8 @@ Exit codes: 0 done, 1 the cluster failed (Ansible, health timeout), 2 usage or e
 3 ``status`` of a cluster that is down or degraded.
 """
 import argparse
+import contextlib
+import fcntl
 import getpass
 import hashlib
 import json
@@ -47,6 +49,9 @@ ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE = ROOT / "ansible"
 AWS = ROOT / "infra" / "aws"
 NODE_VENV = ROOT / ".venv-cluster"  # every local node's Python: the project, PySpark, psutil (pinned by Ansible)
+# Held while the plays run: clusters of one checkout share NODE_VENV, and the machine's apt, which the plays
+# install into (a second cluster-up, e.g. the tests' own beside a developer's, waits instead of racing).
+INSTALL_LOCK = ROOT / ".cache" / "cluster-install.lock"
 MASTER_PORTS = (7077, 8080)  # must match ansible/group_vars/all.yml
 WORKER_PORTS = (7078, 8081)
 BROKER_PORT, BROKER_USER = 6379, "skewbench"
@@ -425,6 +430,20 @@ def run_ansible(inventory, playbook="site.yml"):
     return sum(int(part.split("=")[1]) for part in recap.split() if part.startswith("changed="))
 
 
+@contextlib.contextmanager
+def installing():
+    """INSTALL_LOCK held: one cluster-up of this checkout at a time runs the plays."""
+    INSTALL_LOCK.parent.mkdir(exist_ok=True)
+    with INSTALL_LOCK.open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print("cluster: another cluster-up of this checkout is running its plays (they install into the "
+                  f"shared {NODE_VENV.name}); waiting for it", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def announce_installs(broker, ssh=False):
     """One line for each long install the plays are about to make, so that a first cluster-up says what it
     is doing instead of looking hung (the plays themselves print only their recap)."""
@@ -573,11 +592,12 @@ def up(args):
         check_ports_free(state)
     Path(directory, "state.json").write_text(json.dumps(state, indent=1))
     announce_installs(args.broker, args.ssh)
-    if args.ssh:  # first an sshd on every node (locally), then every play over SSH, as on VMs
-        run_ansible(write_inventory(state, args, "bootstrap.yml"), "ssh.yml")
-        run_ansible(write_ssh_inventory(state, args))
-    else:
-        run_ansible(write_inventory(state, args))
+    with installing():
+        if args.ssh:  # first an sshd on every node (locally), then every play over SSH, as on VMs
+            run_ansible(write_inventory(state, args, "bootstrap.yml"), "ssh.yml")
+            run_ansible(write_ssh_inventory(state, args))
+        else:
+            run_ansible(write_inventory(state, args))
     if NODE_VENV.is_dir():
         Path(NODE_VENV, ".gitignore").write_text("*\n")
     wait_healthy(state, args.timeout)

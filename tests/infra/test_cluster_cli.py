@@ -247,3 +247,26 @@ def test_status_says_whether_the_broker_lets_its_user_in(cluster, tmp_path):
     assert cluster.broker_answers(state) is False  # nobody listens
     assert cluster.broker_answers({"dir": str(tmp_path), "nodes": cluster.layout("loopback", "10.77.0", "sb", 1)}) \
         is None
+
+
+def test_a_second_cluster_up_waits_for_the_first_ones_plays(cluster, tmp_path, monkeypatch, capsys):
+    """Clusters of one checkout share .venv-cluster and apt: their plays run one at a time, the second says why
+    it waits."""
+    import threading
+
+    monkeypatch.setattr(cluster, "INSTALL_LOCK", tmp_path / "install.lock")
+    order = []
+
+    def second():
+        with cluster.installing():
+            order.append("second")
+
+    with cluster.installing():
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        waiting.join(timeout=1.0)
+        assert waiting.is_alive() and order == []  # blocked behind the first
+        order.append("first")
+    waiting.join(timeout=30)
+    assert order == ["first", "second"]
+    assert "another cluster-up of this checkout is running its plays" in capsys.readouterr().out
