@@ -41,13 +41,20 @@ browser:  ## Debian's chromium + chromedriver for tests/test_html_report.py (apt
 	fi
 
 # The tests without a cluster run on both cores (pytest-xdist) while the infrastructure's venvs are built; then
-# the cluster's tests on two workers: the pipeline's on their shared cluster, one at a time, and meanwhile the
-# infrastructure's on clusters of their own (tests/conftest.py groups them; cluster-ups take turns at their plays).
+# the cluster's tests: the pipeline's one at a time on their shared cluster (tests/spark/conftest.py), and
+# meanwhile the infrastructure's on clusters of their own, their output after (cluster-ups take turns at the
+# plays, which install into the shared .venv-cluster).
+INFRA_LOG := .cache/tests-infra.log
+
 test: setup browser  ## unit + conformance + analytical tests (the slowest listed: the suite must stay under 30 min)
 	@$(MAKE) --no-print-directory -f infra/cluster.mk infra-setup infra-lint-setup & venvs=$$!; \
 	$(PY) -m pytest -q -n 2 --durations=10 tests --ignore=tests/spark --ignore=tests/infra; unit=$$?; \
 	wait $$venvs && [ $$unit = 0 ]
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=20 tests/spark tests/infra
+	@mkdir -p $(dir $(INFRA_LOG)); \
+	$(PY) -m pytest -q -p no:cacheprovider --durations=10 tests/infra > $(INFRA_LOG) 2>&1 & infra=$$!; \
+	$(PY) -m pytest -q --durations=20 tests/spark; spark=$$?; \
+	wait $$infra; infra=$$?; echo "--- tests/infra (run beside tests/spark; $(INFRA_LOG)):"; cat $(INFRA_LOG); \
+	[ $$spark = 0 ] && [ $$infra = 0 ]
 
 study: setup  ## the papers' simulations at their sizes (MESSAGES=N caps every stream), into $(OUT)
 	$(VENV)/bin/skewbench study --out $(OUT) $(if $(MESSAGES),--messages $(MESSAGES))

@@ -15,10 +15,12 @@ PYTHON = ROOT / ".venv-infra" / "bin" / "python"
 
 
 @pytest.fixture
-def cluster():
+def cluster(tmp_path_factory):
     spec = importlib.util.spec_from_file_location("skewbench_local_cluster_cli", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    # A lock of its own: the real one may be held by the cluster tests' cluster-up (tests/spark), running beside.
+    module.INSTALL_LOCK = tmp_path_factory.mktemp("install") / "cluster-install.lock"
     return module
 
 
@@ -254,7 +256,6 @@ def test_a_second_cluster_up_waits_for_the_first_ones_plays(cluster, tmp_path, m
     it waits."""
     import threading
 
-    monkeypatch.setattr(cluster, "INSTALL_LOCK", tmp_path / "install.lock")
     order = []
 
     def second():

@@ -46,11 +46,11 @@ SCHEMES = supported()
 # Word count under every scheme (its routing is the simulator's, exactly); the self-join and Naive Bayes under
 # a scheme of each way of sending a key's copies — 1, 2, d or W holders, a table, load feedback, DKG's rings —
 # as the bench's `matrix` study runs them under every scheme, checked against the reference.
-# Katsipoulakis et al.'s partitioners too, under every app (issue 23: each newer scheme under all three).
+# The newer schemes too, under every app (issue 23: each newer scheme under all three).
 HOLDERS = ("kg", "pkg", "sg", "dchoices", "wchoices", "mixed", "pkg-probe", "dkg")
-AGGREGATION_COST = ("cm", "lm", "am", "cam")
+NEWER = ("cm", "lm", "am", "cam", "cg", "dalton")
 CASES = ([("wordcount", scheme, "shuffle") for scheme in SCHEMES]
-         + [(app, scheme, "shuffle") for app in ("selfjoin", "naivebayes") for scheme in HOLDERS + AGGREGATION_COST]
+         + [(app, scheme, "shuffle") for app in ("selfjoin", "naivebayes") for scheme in HOLDERS + NEWER]
          + [("wordcount", scheme, "key") for scheme in ("kg", "sg", "pkg")])
 APP_WORKLOADS = {"wordcount": WORKLOAD, "selfjoin": "ticks:symbols=200", "naivebayes": "docs:classes=4"}
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
@@ -111,7 +111,7 @@ def check_run(out: Path, scheme: str, split: str, app: str = "wordcount"):
         wordcount = make_app("wordcount")
         expected = wordcount.top(wordcount.reference(parse(WORKLOAD, messages=MESSAGES, seed=0)))
         assert final.index.tolist() == expected.index.tolist() and final.tolist() == expected.tolist()
-    if app == "wordcount" and scheme in ("kg", "sg", "pkg", *AGGREGATION_COST):
+    if app == "wordcount" and scheme in ("kg", "sg", "pkg", *NEWER):
         assert sum(summary["worker_messages"]) == MESSAGES
         from skewbench.simulator.engine import simulate
         from skewbench.workloads import parse
