@@ -56,8 +56,8 @@ SECTIONS = (fidelity_section, bench.bench_results, pkg.table2, pkg.fig2, pkg.fig
             gedik.sections, fang.sections, adaptive.adaptive, adaptive.scale_out, storm.storm, storm.offered,
             storm.aggregation, engine.levers, engine.efficiency, engine.centre, bench.dkg_spark, bench.fang_spark,
             bench.naivebayes_spark, live.scaleout_spark, live.megaphone_spark, live.fang_live, live.fang_theta,
-            bench.sustainable_spark, ingest.ingest_spark, faults.faults_spark, newer.newer_schemes,
-            heterogeneous.heterogeneous_sim, heterogeneous.heterogeneous_spark, provenance)
+            bench.sustainable_spark, ingest.ingest_spark, faults.faults_spark, newer.newer_sweep, newer.newer_schemes,
+            newer.dalton_claim, heterogeneous.heterogeneous_sim, heterogeneous.heterogeneous_spark, provenance)
 # A smoke run's report (sections.common.SMOKE_RUN) lists its runs and draws no conclusions from them.
 SMOKE_SECTIONS = (bench.smoke_runs, provenance)
 

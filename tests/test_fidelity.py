@@ -302,7 +302,7 @@ def test_a_bad_recipe_file_is_refused_naming_the_entry(tmp_path, text, message):
 
 
 def test_the_shipped_recipes_are_well_formed():
-    assert all(key[0] in {"pkg", "pkg_ext", "gedik", "fang", "dkg", "katsipoulakis"} for key in recipes())
+    assert all(key[0] in {"pkg", "pkg_ext", "gedik", "fang", "dkg", "katsipoulakis", "dalton"} for key in recipes())
 
 
 def test_the_cli_writes_the_table_and_totals(tmp_path, capsys):

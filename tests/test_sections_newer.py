@@ -22,3 +22,44 @@ def test_the_section_sets_the_claims_beside_the_measured_throughputs(tmp_path):
     assert "| 30,001 | agrees |" in claim  # cm's median over pkg's: the claim holds here
     assert "| 1.5 | direction |" in value  # not 10x, but on its side of "no effect" (1)
     assert newer_schemes(tmp_path / "nothing") == []
+
+
+def test_the_dalton_section_names_the_best_rival_per_point_and_whether_they_can_be_told_apart(tmp_path):
+    """Dalton beats the best rival (wchoices) clearly at every point but z = 1.0, W = 10, where their seeds
+    overlap; the claim then fails there, and the ratio at z = 2.0, W = 50 is 1.99 (inside 1.3-6.7)."""
+    from skewbench.analysis.sections.newer import dalton_claim
+
+    rates = {"dalton": 20_000, "pkg": 5_000, "dchoices": 9_000, "wchoices": 10_000}
+    rows = [{"workload": f"zipf:z={z},keys=100000", "workers": w, "scheme": scheme, "seed": seed, "delay_ms": 0.4,
+             "sources": 5, "max_over_mean": 1.0,
+             "throughput": (10_000 if (z, w, scheme) == ("1.0", 10, "dalton") else rate) + 100 * seed}
+            for z in ("1.0", "1.5", "2.0") for w in (10, 50) for seed in range(3) for scheme, rate in rates.items()]
+    pd.DataFrame(rows).to_csv(tmp_path / "dalton.csv", index=False)
+    text = "\n".join(dalton_claim(tmp_path))
+    assert "## Newer schemes: Dalton" in text and (tmp_path / "dalton.png").stat().st_size > 1000
+    points = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 1.5 |")
+              or line.startswith("| 2 |")]
+    assert len(points) == 6 and all("| wchoices |" in line for line in points)
+    assert sum("| not distinguishable |" in line for line in points) == 1
+    assert sum("| dalton better |" in line for line in points) == 5
+    claim = next(line for line in text.splitlines() if line.startswith("| higher_throughput_than_existing |"))
+    value = next(line for line in text.splitlines() if line.startswith("| throughput_ratio_over_existing |"))
+    assert "| differs | claim |" in claim
+    assert "| 20,100 [20,000, 20,200] | wchoices | 10,100 [10,000, 10,200] | 1.99 | dalton better |" in text
+    assert "| 1.99 | agrees | bound |" in value  # 20,100 over 10,100
+    assert dalton_claim(tmp_path / "nothing") == []
+
+
+def test_the_sweep_section_draws_every_scheme_over_the_streams(tmp_path):
+    """`make study`'s newer_skew_* tables (here two streams at 20,000 messages) give the sweep's figure and table."""
+    from skewbench.analysis.sections.newer import newer_sweep
+    from skewbench.bench import paper_study
+    from skewbench.bench.papers.newer import NEWER, RIVALS
+
+    out = tmp_path / "study"
+    assert paper_study.main(["--out", str(out), "--messages", "20000", "--only", "newer_skew_z15,newer_skew_wp"]) == 0
+    text = "\n".join(newer_sweep(out))
+    assert "## Newer schemes in the simulator" in text and (out / "newer_skew.png").stat().st_size > 1000
+    rows = {line.split(" | ")[0].strip("| ") for line in text.splitlines() if line.startswith("| ")}
+    assert set(NEWER + RIVALS) <= rows
+    assert newer_sweep(tmp_path / "nothing") == []
