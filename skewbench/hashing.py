@@ -152,3 +152,14 @@ def distinct_choices(fps: np.ndarray, workers: int, d: int, seed: int) -> np.nda
     out = np.empty((fps.shape[0], d), dtype=np.int64)
     distinct_choices_into(fps, workers, d, seed & _MASK32, out)
     return out
+
+
+@numba.njit(inline="always")
+def table_slot(keys, flags, fp):
+    """The slot of fingerprint ``fp`` in an open-addressing table of a power-of-two size (linear probing; a
+    slot is taken where ``flags`` is not 0), or the empty slot where it goes."""
+    mask = keys.shape[0] - 1
+    i = np.int64(fp & np.uint64(mask))
+    while flags[i] != 0 and keys[i] != fp:
+        i = (i + 1) & mask
+    return i

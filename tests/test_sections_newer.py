@@ -29,7 +29,7 @@ def test_the_dalton_section_names_the_best_rival_per_point_and_whether_they_can_
     overlap; the claim then fails there, and the ratio at z = 2.0, W = 50 is 1.99 (inside 1.3-6.7)."""
     from skewbench.analysis.sections.newer import dalton_claim
 
-    rates = {"dalton": 20_000, "pkg": 5_000, "dchoices": 9_000, "wchoices": 10_000}
+    rates = {"dalton": 20_000, "pstream": 15_000, "pkg": 5_000, "dchoices": 9_000, "wchoices": 10_000}
     rows = [{"workload": f"zipf:z={z},keys=100000", "workers": w, "scheme": scheme, "seed": seed, "delay_ms": 0.4,
              "sources": 5, "max_over_mean": 1.0,
              "throughput": (10_000 if (z, w, scheme) == ("1.0", 10, "dalton") else rate) + 100 * seed}
@@ -46,6 +46,7 @@ def test_the_dalton_section_names_the_best_rival_per_point_and_whether_they_can_
     value = next(line for line in text.splitlines() if line.startswith("| throughput_ratio_over_existing |"))
     assert "| differs | claim |" in claim
     assert "| 20,100 [20,000, 20,200] | wchoices | 10,100 [10,000, 10,200] | 1.99 | dalton better |" in text
+    assert "| pstream / best rival |" in text and sum(line.endswith("| 1.5 |") for line in points) == 6
     assert "| 1.99 | agrees | bound |" in value  # 20,100 over 10,100
     assert dalton_claim(tmp_path / "nothing") == []
 

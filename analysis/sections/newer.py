@@ -13,7 +13,7 @@ import seaborn as sns
 from skewbench.analysis.repeats import CI_BARS, compare, interval
 from skewbench.analysis.sections.common import beside, figure, load, markdown, published_table, study_table
 
-NEWER = ("dalton", "cg", "cm", "lm", "am", "cam")
+NEWER = ("dalton", "pstream", "cg", "cm", "lm", "am", "cam")
 #: The sweep's streams by rising skew, then the real-trace stand-ins (bench/papers/newer.py).
 STREAMS = ["z08", "z10", "z12", "z15", "z20", "wp", "tw"]
 COLUMNS = {"throughput": "msgs/s", "output_rows": "partial counts merged", "counters_mean": "counters held",
@@ -96,7 +96,9 @@ def _dalton_point(point: tuple, group: pd.DataFrame) -> dict:
             "ratio": ours.mean / rivals[best].mean,
             "verdict": compare(ours, rivals[best], "dalton", best, lower_is_better=False),
             "dalton busiest / mean": group.loc[group.scheme == "dalton", "max_over_mean"].mean(),
-            "rival busiest / mean": group.loc[group.scheme == best, "max_over_mean"].mean(), "seeds": ours.n}
+            "rival busiest / mean": group.loc[group.scheme == best, "max_over_mean"].mean(), "seeds": ours.n,
+            **{f"{s} / best rival": group.loc[group.scheme == s, "throughput"].mean() / rivals[best].mean
+               for s in sorted(set(group.scheme) - {"dalton", *DALTON_RIVALS})}}
 
 
 def _rate(rate) -> str:

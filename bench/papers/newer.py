@@ -28,7 +28,7 @@ from skewbench.workloads import parse as parse_workload
 #: mixed-brute is mixed with a brute-force planner (the same routes, hours at W = 100).
 SCHEMES = sorted(set(REGISTRY) - {"mixed-brute"})
 SLOW, WORKERS, SOURCES = ["", "1@0.5", "20%@0.5"], [10, 50, 100], 5
-NEWER = ["dalton", "cg", "cm", "lm", "am", "cam"]
+NEWER = ["dalton", "pstream", "cg", "cm", "lm", "am", "cam"]
 RIVALS = ["pkg", "dchoices", "wchoices", "dkg", "mixed", "kg"]
 SKEWS = {"z08": "zipf:z=0.8,keys=100000", "z10": "zipf:z=1.0,keys=100000", "z12": "zipf:z=1.2,keys=100000",
          "z15": "zipf:z=1.5,keys=100000", "z20": "zipf:z=2.0,keys=100000", "wp": "wp", "tw": "tw"}

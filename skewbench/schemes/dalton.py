@@ -38,7 +38,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from skewbench.hashing import choice_hash, murmur64
+from skewbench.hashing import choice_hash, murmur64, table_slot
 from skewbench.scheme import Scheme, as_fps, register
 
 INITIAL_Q = -2.0
@@ -51,16 +51,6 @@ DRAW_SALT, SKETCH_SALT = 101, 201  # hash salts of the random draws and the sket
 # The router's counters, one int64 array (so that the kernel updates them in place).
 TS, INTERVAL, TOTAL, THRESHOLD, CAP, CAPPED, LIVE, USED, DISTINCT, SKETCHING, DRAWS, WINDOW_TOTAL = range(12)
 NO_THRESHOLD = -1  # the first interval: nothing is hot yet
-
-
-@numba.njit(inline="always")
-def _slot(keys, used, fp):
-    """The slot of ``fp`` in an open-addressing table (linear probing), or the empty slot where it goes."""
-    mask = keys.shape[0] - 1
-    i = np.int64(fp & np.uint64(mask))
-    while used[i] != 0 and keys[i] != fp:
-        i = (i + 1) & mask
-    return i
 
 
 @numba.njit(inline="always")
@@ -90,13 +80,13 @@ def _route(fps, start, stop, out, c, seed, workers, slide, span, epsilon, alpha,
             return i
         fp = fps[i]
         if c[DISTINCT] < EXACT_KEYS:
-            d = _slot(dkeys, dused, fp)
+            d = table_slot(dkeys, dused, fp)
             if dused[d] == 0:
                 dused[d], dkeys[d] = 1, fp
                 c[DISTINCT] += 1
         # Hot in this interval? (cflag: 0 unseen, 1 counted, 2 found hot)
         c[TOTAL] += 1
-        k = _slot(ckeys, cflag, fp)
+        k = table_slot(ckeys, cflag, fp)
         if cflag[k] == 0:
             cflag[k], ckeys[k], cvals[k] = 1, fp, 0
         cvals[k] += 1
@@ -114,7 +104,7 @@ def _route(fps, start, stop, out, c, seed, workers, slide, span, epsilon, alpha,
             if c[THRESHOLD] != NO_THRESHOLD and frequency > c[THRESHOLD]:
                 cflag[k] = 2
                 found = (c[INTERVAL] + 2) * slide  # hot until the end of the next interval
-        q = _slot(qkeys, qflag, fp)
+        q = table_slot(qkeys, qflag, fp)
         live = qflag[q] == 1
         hot = live
         home = np.int64(choice_hash(fp, seed, 0) % np.uint64(workers))
@@ -275,7 +265,7 @@ class Dalton(Scheme):
             keys, flags = self._distinct
             self._distinct = _table(2 * len(keys))
             for fp in keys[flags == 1]:
-                d = _slot(self._distinct[0], self._distinct[1], fp)
+                d = table_slot(self._distinct[0], self._distinct[1], fp)
                 self._distinct[0][d], self._distinct[1][d] = fp, 1
         if 2 * (c[USED] + 1) > len(self._rows[0]):
             self._compact(_power_of_two(4 * (c[LIVE] + 1)), keep=-1)
@@ -290,7 +280,7 @@ class Dalton(Scheme):
             return  # nothing to drop
         self._rows = rows = _table(size, self.workers)
         for r in np.flatnonzero(alive):
-            q = _slot(rows[0], rows[1], keys[r])
+            q = table_slot(rows[0], rows[1], keys[r])
             rows[0][q], rows[1][q], rows[2][q], rows[5][q] = keys[r], 1, expiry[r], capped[r]
             rows[3][q], rows[4][q] = values[r], last[r]
 

@@ -48,7 +48,7 @@ SCHEMES = supported()
 # as the bench's `matrix` study runs them under every scheme, checked against the reference.
 # The newer schemes too, under every app (issue 23: each newer scheme under all three).
 HOLDERS = ("kg", "pkg", "sg", "dchoices", "wchoices", "mixed", "pkg-probe", "dkg")
-NEWER = ("cm", "lm", "am", "cam", "cg", "dalton")
+NEWER = ("cm", "lm", "am", "cam", "cg", "dalton", "pstream")
 CASES = ([("wordcount", scheme, "shuffle") for scheme in SCHEMES]
          + [(app, scheme, "shuffle") for app in ("selfjoin", "naivebayes") for scheme in HOLDERS + NEWER]
          + [("wordcount", scheme, "key") for scheme in ("kg", "sg", "pkg")])
