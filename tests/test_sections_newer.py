@@ -52,15 +52,16 @@ def test_the_dalton_section_names_the_best_rival_per_point_and_whether_they_can_
 
 
 def test_the_sweep_section_draws_every_scheme_over_the_streams(tmp_path):
-    """`make study`'s newer_skew_* tables (here two streams at 20,000 messages) give the sweep's figure and table."""
+    """`make study`'s sweep_* tables (here two streams at 20,000 messages) give the sweep's figure and table."""
     from skewbench.analysis.sections.newer import newer_sweep
     from skewbench.bench import paper_study
     from skewbench.bench.papers.newer import NEWER, RIVALS
 
     out = tmp_path / "study"
-    assert paper_study.main(["--out", str(out), "--messages", "20000", "--only", "newer_skew_z15,newer_skew_wp"]) == 0
+    assert paper_study.main(["--out", str(out), "--messages", "20000", "--only", "sweep_z15,sweep_wp"]) == 0
     text = "\n".join(newer_sweep(out))
-    assert "## Newer schemes in the simulator" in text and (out / "newer_skew.png").stat().st_size > 1000
+    assert "## Newer schemes in the simulator" in text and (out / "sweep.png").stat().st_size > 1000
     rows = {line.split(" | ")[0].strip("| ") for line in text.splitlines() if line.startswith("| ")}
     assert set(NEWER + RIVALS) <= rows
+    assert "## Successors side by side" not in (out / "report.md").read_text()  # not PKG's newer_* tables
     assert newer_sweep(tmp_path / "nothing") == []

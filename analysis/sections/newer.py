@@ -1,5 +1,5 @@
 """Newer schemes (issue 23): in the simulator over skew, W and S beside the schemes they claim to beat
-(``newer_skew_*``); on Spark, Katsipoulakis et al.'s aggregation-cost partitioners (the ``aggregation-cost``
+(``sweep_*``); on Spark, Katsipoulakis et al.'s aggregation-cost partitioners (the ``aggregation-cost``
 study) — throughput against what the merge downstream pays — and Dalton against the best of pkg, dchoices and
 wchoices over skew and W (the ``dalton`` study); their claims beside ours."""
 
@@ -21,15 +21,17 @@ COLUMNS = {"throughput": "msgs/s", "output_rows": "partial counts merged", "coun
 
 
 def newer_sweep(folder: Path) -> list[str]:
-    data = load(folder, "newer_skew_")
+    data = load(folder, "sweep_")
     if data is None:
         return []
-    data = data.assign(stream=data["experiment"].str.removeprefix("newer_skew_"))
+    data = data.assign(stream=data["experiment"].str.removeprefix("sweep_"))
     streams = [s for s in STREAMS if s in set(data["stream"])]
-    order = sorted(set(data["scheme"]), key=lambda s: (s not in NEWER, s))  # the newer first
+    order = sorted(set(data["scheme"]), key=lambda s: (s not in NEWER, s))  # the newer first, solid; the rest dashed
     grid = sns.catplot(data=data, x="stream", y="max_over_mean", hue="scheme", hue_order=order, col="workers",
                        row="sources", kind="point", order=streams, height=3, dodge=0.4, markersize=4,
-                       palette="husl")
+                       palette="tab10" if len(order) <= 10 else "husl",
+                       linestyles=["-" if s in NEWER else "--" for s in order],
+                       markers=["o" if s in NEWER else "s" for s in order])
     grid.set(yscale="log", xlabel="stream", ylabel="busiest / mean")
     wide = data[data.sources == data.sources.max()]
     table = wide.pivot_table(index="scheme", columns="workers", values="max_over_mean", aggfunc="median")
@@ -40,11 +42,11 @@ def newer_sweep(folder: Path) -> list[str]:
     return ["## Newer schemes in the simulator: skew, W and S", "",
             f"The newer schemes ({', '.join(NEWER)}) beside the schemes they claim to beat, on Zipf streams "
             f"over 100,000 keys from z = 0.8 (`z08`) to 2.0 (`z20`) and the WP and TW stand-ins "
-            f"({data['messages'].max():,} messages, `newer_skew_*`): the busiest worker over the mean (1 is even). "
+            f"({data['messages'].max():,} messages, `sweep_*`): the busiest worker over the mean (1 is even). "
             "The table gives medians over the streams at "
             f"S = {wide.sources.max()}; state entries per key and the routing rate at W = {wide.workers.max()}.",
             "",
-            figure(folder, "newer_skew", grid), "", markdown(table.reset_index().round(3)), ""]
+            figure(folder, "sweep", grid), "", markdown(table.reset_index().round(3)), ""]
 
 
 def newer_schemes(folder: Path) -> list[str]:

@@ -5,7 +5,7 @@ five — beside equal workers, at W = 10, 50 and 100 (S = 5): each row's ``speed
 share of the same run's on equal workers where the busiest worker's time decides it (:mod:`skewbench.speeds`).
 ``hetero_wp_told``: Consistent Grouping told the slow workers' capacity (its virtual workers in proportion),
 its share against itself on equal workers.
-``newer_skew_*``: the newer schemes beside those they claim to beat (issue 23's sweep), one table per stream —
+``sweep_*``: the newer schemes beside those they claim to beat (issue 23's sweep), one table per stream —
 Zipf z from 0.8 to 2.0 over 100,000 keys and the WP and TW stand-ins — at W = 10, 50 and 100, S = 1 and 5:
 imbalance, state (counters, replication per key) and how fast each routes.
 """
@@ -51,5 +51,5 @@ def experiments(messages: int | None) -> dict:
     m = messages or 2_000_000
     return {"hetero_wp": (Study("wp", SCHEMES, WORKERS, [SOURCES], m, slow=SLOW), False),
             "hetero_wp_told": partial(told, messages=m),
-            **{f"newer_skew_{name}": (Study(spec, NEWER + RIVALS, WORKERS, [1, SOURCES], m), False)
+            **{f"sweep_{name}": (Study(spec, NEWER + RIVALS, WORKERS, [1, SOURCES], m), False)
                for name, spec in SKEWS.items()}}
