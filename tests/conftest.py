@@ -5,4 +5,3 @@ from hypothesis import settings
 # (explore more with --hypothesis-seed=N).
 settings.register_profile("skewbench", deadline=None, max_examples=50, derandomize=True)
 settings.load_profile("skewbench")
-

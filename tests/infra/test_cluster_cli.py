@@ -251,7 +251,7 @@ def test_status_says_whether_the_broker_lets_its_user_in(cluster, tmp_path):
         is None
 
 
-def test_a_second_cluster_up_waits_for_the_first_ones_plays(cluster, tmp_path, monkeypatch, capsys):
+def test_a_second_cluster_up_waits_for_the_first_ones_plays(cluster, capsys):
     """Clusters of one checkout share .venv-cluster and apt: their plays run one at a time, the second says why
     it waits."""
     import threading
