@@ -208,7 +208,9 @@ class Results:
             if column and column not in table:
                 raise Missing(f"{file} has no column {column!r}")
             if column:
-                table = table[table[column].isin(wanted if isinstance(wanted, list) else [wanted])]
+                values = wanted if isinstance(wanted, list) else [wanted]
+                cells = table[column].fillna("") if "" in values else table[column]  # "": an empty cell
+                table = table[cells.isin(values)]
         if spec["column"] not in table:
             raise Missing(f"{file} has no column {spec['column']!r}")
         if table.empty:

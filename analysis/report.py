@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from skewbench.analysis.sections import (  # noqa: E402
-    adaptive, bench, dkg, engine, fang, faults, gedik, heterogeneous, ingest, live, newer, pkg, storm)
+    adaptive, advice, bench, dkg, engine, fang, faults, gedik, heterogeneous, ingest, live, newer, pkg, storm)
 from skewbench.analysis.sections.common import SMOKE_RUN, markdown, smoke_run  # noqa: E402
 
 
@@ -57,7 +57,8 @@ SECTIONS = (fidelity_section, bench.bench_results, pkg.table2, pkg.fig2, pkg.fig
             storm.aggregation, engine.levers, engine.efficiency, engine.centre, bench.dkg_spark, bench.fang_spark,
             bench.naivebayes_spark, live.scaleout_spark, live.megaphone_spark, live.fang_live, live.fang_theta,
             bench.sustainable_spark, ingest.ingest_spark, faults.faults_spark, newer.newer_sweep, newer.newer_schemes,
-            newer.dalton_claim, heterogeneous.heterogeneous_sim, heterogeneous.heterogeneous_spark, provenance)
+            newer.dalton_claim, newer.newer_sources, newer.newer_skew, newer.newer_claims,
+            heterogeneous.heterogeneous_sim, heterogeneous.heterogeneous_spark, advice.advice_checked, provenance)
 # A smoke run's report (sections.common.SMOKE_RUN) lists its runs and draws no conclusions from them.
 SMOKE_SECTIONS = (bench.smoke_runs, provenance)
 

@@ -36,13 +36,15 @@ TERMS = ("workers", "sources", "copies")  # copies: message copies in the batch 
 @dataclass
 class Work:
     """Copies per micro-batch and worker (``store``, ``probe``: arrays of shape batches × W, W the widest
-    the run has), the stream's distinct keys (DKG's DistCost divides the counters by them) and, for live
-    routing, each batch's active W (``workers``; None: W never changes)."""
+    the run has), the stream's distinct keys (DKG's DistCost divides the counters by them), for live
+    routing each batch's active W (``workers``; None: W never changes) and, when asked for, the (key, worker)
+    pairs that hold state at the end (``counters``; None: not counted)."""
 
     store: np.ndarray
     probe: np.ndarray
     keys: int = 0
     workers: np.ndarray | None = None
+    counters: int | None = None
 
     @property
     def copies(self) -> np.ndarray:
@@ -59,8 +61,9 @@ class Work:
                    workers)
 
 
-def simulate_point(point: Point) -> Work:
-    """Every worker's copies per micro-batch for ``point``, as the Spark source produces them."""
+def simulate_point(point: Point, count_state: bool = False) -> Work:
+    """Every worker's copies per micro-batch for ``point``, as the Spark source produces them (and with
+    ``count_state`` the (key, worker) pairs its stores leave state on)."""
     from skewbench.bench.apps import make_app
     from skewbench.bench.spark.feedback import needs_loads
     from skewbench.bench.spark.routing import prepare
@@ -78,6 +81,7 @@ def simulate_point(point: Point) -> Work:
     store = np.zeros((batches, point.workers), dtype=np.int64)
     probe = np.zeros_like(store)
     told, speeds = needs_loads(routers[0]), parse_speeds(point.slow, point.workers)
+    held = []  # with count_state: each source batch's distinct (key id, worker) pairs of its stores
     for b in range(batches):
         lo, hi = b * point.batch_rows, min((b + 1) * point.batch_rows, stream.messages)
         if told and b:  # load feedback: the workers' true loads (times) so far, as the sources get them
@@ -92,7 +96,10 @@ def simulate_point(point: Point) -> Work:
             sent = app.fan_out(router, fps[idx], router.route_many(fps[idx], clock[idx]), payload)
             store[b] += np.bincount(sent.worker[sent.store], minlength=point.workers)
             probe[b] += np.bincount(sent.worker[~sent.store], minlength=point.workers)
-    return Work(store, probe, stream.distinct_keys)
+            if count_state:
+                held.append(np.unique(stream.ids[idx[sent.row[sent.store]]] * point.workers + sent.worker[sent.store]))
+    counters = len(np.unique(np.concatenate(held))) if held else (0 if count_state else None)
+    return Work(store, probe, stream.distinct_keys, counters=counters)
 
 
 def _live_work(point: Point, app, stream) -> Work:

@@ -48,16 +48,15 @@ def claim(path: Path, force: bool) -> None:
 def with_speed_share(table: pd.DataFrame) -> pd.DataFrame:
     """``speed_share`` for the rows with a slow-worker profile: their throughput as a share of the same run's on
     equal workers (:func:`skewbench.speeds.speed_share`)."""
-    from skewbench.speeds import parse, speed_share
+    from skewbench.speeds import beside_equal_twin, parse, speed_share
 
-    slow = table["slow"] != ""
-    if not slow.any():
+    if not (table["slow"] != "").any():
         return table
     same = ["workload", "scheme", "workers", "sources", "seed", "split", "params"]
-    equal = table[~slow].set_index(same)["time_over_ideal"]
-    share = [speed_share(equal.get(tuple(r[k] for k in same), float("nan")), r["time_over_ideal"],
-                         parse(r["slow"], r["workers"])) for _, r in table[slow].iterrows()]
-    return table.assign(speed_share=pd.Series(share, index=table.index[slow]))
+    paired = beside_equal_twin(table, same, ["time_over_ideal"])
+    share = [speed_share(r.time_over_ideal_equal, r.time_over_ideal, parse(r.slow, r.workers))
+             for r in paired.itertuples()]
+    return table.assign(speed_share=pd.Series(share, index=paired.index))
 
 
 def run_study(study: Study, out: Path, timeseries: Path | None = None, force: bool = False) -> pd.DataFrame:

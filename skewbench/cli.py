@@ -277,6 +277,46 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_advise(args) -> int:
+    import skewbench.schemes  # noqa: F401  (registers every scheme)
+    from skewbench.bench import advise
+    from skewbench.bench.prediction import EngineModel
+    from skewbench.bench.progress import Progress
+    from skewbench.bench.studyfile import StudyError
+    from skewbench.scheme import REGISTRY
+
+    workers = _int_list(args.workers, "workers")
+    model_path = args.engine_model or advise.KEPT_MODEL
+    try:
+        model = EngineModel.read(model_path)
+    except ValueError as exc:
+        raise UsageError(f"{exc}: give a bench's engine_model.json") from None
+    schemes = args.schemes.split(",") if args.schemes else sorted(set(REGISTRY) - advise.LEFT_OUT)
+    try:
+        points = advise.points(args.workload, args.app, workers, args.sources, args.delay_ms, args.messages,
+                               args.batch_rows_per_worker, model.levers, schemes, args.seed)
+    except StudyError as exc:
+        raise UsageError(str(exc).removeprefix("advise: ")) from None
+    if args.out is not None and args.out.exists():
+        raise UsageError(f"{args.out} already exists; choose another --out (results are never overwritten)")
+    with Progress(len(points)) as progress:
+        table = advise.advise(points, model, progress)
+    picks = advise.recommend(table, advise.hottest_share(points[0]))
+    print(advise.summary(table, picks, f"app {args.app}, S = {args.sources}, {args.delay_ms:g} ms per message, "
+                                       f"{args.workload}"))
+    print(f"engine model: {model_path} ({model.source or 'no source recorded'})")
+    if args.engine_model is None:
+        print("  the kept bench's model, fitted on the machine that ran it; machines of one kind differ 2-3x in the "
+              "engine's cost per batch: fit one on your cluster (skewbench bench bench/studies/engine.yaml --out "
+              "DIR) and pass --engine-model DIR/engine_model.json")
+    if args.out is not None:
+        config = {**{k: str(v) for k, v in vars(args).items() if k != "func"}, "engine_model": str(model_path),
+                  "model": model.to_json(), "reasons": picks.to_dict("records")}
+        advise.write(args.out, table, picks, config)
+        print(f"wrote {args.out / 'advice.csv'} and {args.out / 'advice.png'}")
+    return 0
+
+
 def cmd_study(args) -> int:
     from skewbench.bench.paper_study import main as paper_study
 
@@ -505,6 +545,27 @@ def build_parser() -> argparse.ArgumentParser:
                          help="each study's full: settings")
     predict.add_argument("--force", action="store_true", help="replace an existing --out")
     predict.set_defaults(func=cmd_predict)
+
+    adv = sub.add_parser("advise", help="which scheme for your stream on your cluster: every scheme predicted, "
+                                        "one recommended with its reason",
+                         description="Route your stream through every scheme as the Spark pipeline would and predict "
+                                     "each on the cluster with an engine model (skewbench.bench.advise).")
+    adv.add_argument("--workload", required=True, metavar="SPEC",
+                     help="your trace (file:path=trace.csv,key=user) or any SPEC (`skewbench workloads`)")
+    adv.add_argument("--app", default="wordcount", choices=("wordcount", "selfjoin", "naivebayes"))
+    adv.add_argument("--workers", default="10", metavar="W[,W...]", help="worker counts (default 10)")
+    adv.add_argument("--sources", type=int, default=5, metavar="S", help="sources routing in parallel (default 5)")
+    adv.add_argument("--delay-ms", type=float, default=0.4, metavar="D", help="CPU cost per message (default 0.4)")
+    adv.add_argument("--messages", type=int, default=200_000, metavar="N",
+                     help="messages of the stream routed (default 200,000; a trace's first N)")
+    adv.add_argument("--batch-rows-per-worker", type=int, default=2000, metavar="N",
+                     help="micro-batch size per worker (default 2000)")
+    adv.add_argument("--schemes", default="", metavar="NAME,...", help="only these schemes (default: every one)")
+    adv.add_argument("--seed", type=int, default=0)
+    adv.add_argument("--engine-model", type=Path, metavar="FILE",
+                     help="an engine_model.json fitted on your cluster (default: the kept bench's)")
+    adv.add_argument("--out", type=Path, metavar="DIR", help="write advice.csv and advice.png here (must not exist)")
+    adv.set_defaults(func=cmd_advise)
 
     study = sub.add_parser("study", help="the papers' simulations side by side (no cluster), then a report",
                            description="Every simulation experiment of the papers (skewbench.bench.paper_study) "

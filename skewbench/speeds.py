@@ -94,3 +94,22 @@ def speed_share(equal: float, slow: float, speeds: np.ndarray) -> float:
     busiest worker's time alone decides it, from the two runs' :func:`time_over_ideal` (``equal``, ``slow``):
     ``max_i L_i`` over ``max_i L_i / s_i``.  A split in proportion to speed reaches ``Σ s_i / W``."""
     return equal * speeds.sum() / (slow * len(speeds))
+
+
+def untold(params: str) -> str:
+    """A scheme's parameters without the workers' capacities it was told (``capacity=...``): what its run on
+    equal workers was given."""
+    return ",".join(p for p in params.split(",") if p and not p.startswith("capacity="))
+
+
+def beside_equal_twin(table, same: list[str], values: list[str]):
+    """The rows of ``table`` (a DataFrame) with slow workers, each beside the ``values`` of its twin on equal
+    workers (columns ``<value>_equal``, NaN where no twin ran): the row with the same ``same`` factors and no
+    ``slow`` profile.  A scheme told the slow workers' capacities is paired with itself untold."""
+    key = [c for c in same if c != "params"] + ["_untold"]
+    marked = table.assign(_untold=table["params"].fillna("").map(untold), slow=table["slow"].fillna(""))
+    equal = (marked.loc[marked["slow"] == "", key + values]
+             .rename(columns={v: f"{v}_equal" for v in values}))
+    slow = marked[marked["slow"] != ""]
+    paired = slow.reset_index().merge(equal, on=key, how="left").set_index("index")
+    return paired.rename_axis(table.index.name).drop(columns="_untold")

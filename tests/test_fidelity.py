@@ -302,7 +302,8 @@ def test_a_bad_recipe_file_is_refused_naming_the_entry(tmp_path, text, message):
 
 
 def test_the_shipped_recipes_are_well_formed():
-    assert all(key[0] in {"pkg", "pkg_ext", "gedik", "fang", "dkg", "katsipoulakis", "dalton"} for key in recipes())
+    papers = {"pkg", "pkg_ext", "gedik", "fang", "dkg", "katsipoulakis", "dalton", "pstream", "cg"}
+    assert all(key[0] in papers for key in recipes())
 
 
 def test_the_cli_writes_the_table_and_totals(tmp_path, capsys):
@@ -360,3 +361,14 @@ def test_an_entry_is_measured_again_on_the_cluster_where_its_recipe_says_how(tmp
               subject: {table: pkg_table2_wp, rows: {scheme: kg, workers: 10}, column: final_imbalance}
               than: [{table: pkg_table2_wp, rows: {scheme: pkg, workers: 10}, column: final_imbalance}]
             """))
+
+
+def test_an_empty_string_in_rows_matches_an_empty_cell(tmp_path):
+    """``slow: ""`` picks the runs on equal workers, whose cell the CSV leaves empty."""
+    pd.DataFrame({"scheme": ["kg", "kg", "cg"], "slow": ["", "1@0.5", ""], "throughput": [10.0, 4.0, 30.0]}).to_csv(
+        tmp_path / "t.csv", index=False)
+    results = fidelity.Results(tmp_path)
+    assert results.measure({"table": "t", "rows": {"scheme": "kg", "slow": ""}, "column": "throughput"})[0] == 10.0
+    assert results.measure({"table": "t", "rows": {"slow": "1@0.5"}, "column": "throughput"})[0] == 4.0
+    assert results.measure({"table": "t", "rows": {"slow": ["", "1@0.5"], "scheme": "kg"}, "column": "throughput",
+                            "agg": "sum"})[0] == 14.0

@@ -32,12 +32,18 @@ def test_the_clusters_section_pairs_each_slow_run_with_its_run_on_equal_workers(
             {**base, "scheme": "cg", "slow": "", "params": "", "throughput": 18_000, "predicted_throughput": 20_000},
             {**base, "scheme": "cg", "slow": "1@0.5", "params": "capacity=1@0.5", "throughput": 17_100,
              "predicted_throughput": 19_000}]
+    other = {**base, "study": "newer-claims", "scheme": "sg"}  # another study's sg: its own row, not a median
+    rows += [{**other, "slow": "", "params": "", "throughput": 10_000, "predicted_throughput": 10_000},
+             {**other, "slow": "1@0.5", "params": "", "throughput": 9_000, "predicted_throughput": 9_000}]
     pd.DataFrame(rows).to_csv(tmp_path / "results.csv", index=False)
     lines = "\n".join(heterogeneous_spark(tmp_path)).splitlines()
-    table = next(line for line in lines if line.startswith("| scheme |"))
+    table = next(line for line in lines if line.startswith("| study | workers | scheme |"))
     assert "measured share" in table and (tmp_path / "heterogeneous.png").exists()
-    cells = {line.split("|")[1].strip(): line.split("|") for line in lines if line.startswith("| ")}
-    assert cells["sg"][5].strip() == "0.55" and cells["sg"][6].strip() == "0.5"
-    assert cells["cg (capacity told)"][5].strip() == "0.95"
+    cells = {tuple(c.strip() for c in line.split("|")[1:4]): line.split("|") for line in lines
+             if line.startswith("| ") and "|---" not in line}
+    assert cells[("heterogeneous", "10", "sg")][7].strip() == "0.55"
+    assert cells[("heterogeneous", "10", "sg")][8].strip() == "0.5"
+    assert cells[("heterogeneous", "10", "cg (capacity told)")][7].strip() == "0.95"
+    assert cells[("newer-claims", "10", "sg")][7].strip() == "0.9"
     pd.DataFrame(rows).assign(slow="").to_csv(tmp_path / "results.csv", index=False)
     assert heterogeneous_spark(tmp_path) == []  # no slow run: no section

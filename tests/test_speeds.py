@@ -60,6 +60,23 @@ def test_schemes_blind_to_speed_wait_for_the_slow_worker_and_load_feedback_does_
     assert table.loc[("pkg", ""), "max_over_mean"] == table.loc[("pkg", "1@0.5"), "max_over_mean"]
 
 
+def test_a_slow_run_is_paired_with_its_equal_twin_and_a_told_scheme_with_itself_untold():
+    from skewbench.speeds import beside_equal_twin
+
+    table = pd.DataFrame({"scheme": ["cg", "cg", "cg", "pkg", "pkg"],
+                          "slow": ["", "1@0.5", "1@0.5", "1@0.5", ""],
+                          "params": ["", "", "capacity=1@0.5,v=2", "", "d=3"],
+                          "throughput": [10.0, 6.0, 9.0, 5.0, 8.0]}, index=[7, 8, 9, 10, 11])
+    paired = beside_equal_twin(table, ["scheme", "params"], ["throughput"])
+    assert list(paired.index) == [8, 9, 10]  # the slow rows, their own index and parameters kept
+    assert list(paired["params"]) == ["", "capacity=1@0.5,v=2", ""]
+    assert paired.loc[8, "throughput_equal"] == 10.0
+    assert np.isnan(paired.loc[9, "throughput_equal"])  # cg told with v=2 had no untold twin with v=2
+    assert np.isnan(paired.loc[10, "throughput_equal"])  # pkg's equal run had other parameters
+    table.loc[0] = ["cg", "", "v=2", 12.0]
+    assert beside_equal_twin(table, ["scheme", "params"], ["throughput"]).loc[9, "throughput_equal"] == 12.0
+
+
 def test_the_prediction_divides_the_slow_workers_delay_by_its_speed():
     from skewbench.bench.prediction import EngineModel, Work, predict
     from skewbench.bench.studyfile import Point

@@ -34,7 +34,8 @@ def bench_results(folder: Path) -> list[str]:
         worst = worst.assign(why=[_why(r) for _, r in worst.iterrows()])
         lines += [figure(folder, "prediction", grid), "", _error_ecdf(folder, judged.assign(abs_error=100 * error)), "",
                   f"Prediction error |predicted / measured − 1| over the {len(judged)} runs outside the engine "
-                  f"calibration: median {100 * error.median():.1f} %, 90th percentile {100 * error.quantile(0.9):.1f} % "
+                  f"calibration: median {100 * error.median():.1f} %, "
+                  f"90th percentile {100 * error.quantile(0.9):.1f} % "
                   "(the crosses: half of the runs within 10 %, nine in ten within 25 %). The worst five:", "",
                   markdown(worst[["study", "app", "scheme", "workers", "sources", "delay_ms", "throughput",
                                    "predicted_throughput", "prediction_error", "why"]].round(3)), ""]

@@ -131,7 +131,8 @@ def figs8_10(folder: Path, data: pd.DataFrame, beside: pd.DataFrame) -> list[str
     long = _long(data, ["sweep", "x", "scheme", "window", "seed"], PLANNING)
     long["sweep"] = long.sweep.map(SWEEPS)
     grid = sns.relplot(data=long, x="x", y="value", hue="scheme", style="window", row="metric", col="sweep",
-                       col_order=[c for c in SWEEPS.values() if c in set(long.sweep)], row_order=list(PLANNING.values()),
+                       col_order=[c for c in SWEEPS.values() if c in set(long.sweep)],
+                       row_order=list(PLANNING.values()),
                        hue_order=_order(data), palette=PALETTE, kind="line", marker="o", estimator="median",
                        errorbar=BAND, height=2.2, aspect=1.3, facet_kws={"sharex": "col", "sharey": "row"})
     grid.set_titles("{row_name} | {col_name}").set_xlabels("").set_ylabels("")

@@ -266,7 +266,8 @@ def times(folder: Path, tables: dict, beside: pd.DataFrame) -> list[str]:
         sns.lineplot(data=data, x=x, y="build_seconds", hue="scheme", hue_order=order, palette=PALETTE,
                      estimator="median", errorbar=BAND, marker="o", ax=ax)
         if x == "workers":  # Fig. 13 compares scan's explicit hash with the consistent hash's construction
-            ring = data[data.scheme == "scan"].melt(id_vars=[x, "seed"], value_vars=["ring_seconds", "explicit_seconds"])
+            ring = data[data.scheme == "scan"].melt(id_vars=[x, "seed"],
+                                                    value_vars=["ring_seconds", "explicit_seconds"])
             ring["part"] = ring.variable.map({"ring_seconds": "H_c (ring)", "explicit_seconds": "scan's H_p"})
             sns.lineplot(data=ring, x=x, y="value", style="part", color="grey", estimator="median", errorbar=None,
                          ax=ax)

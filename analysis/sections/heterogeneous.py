@@ -10,8 +10,9 @@ import pandas as pd
 import seaborn as sns
 
 from skewbench.analysis.sections.common import figure, load, markdown
+from skewbench.speeds import beside_equal_twin
 
-#: What makes two runs the same but for their workers' speeds.
+#: What makes two runs the same but for their workers' speeds (and the capacities a scheme was told).
 SAME = ["study", "app", "scheme", "workers", "sources", "delay_ms", "workload", "messages", "seed", "params"]
 EXPLAINED = ("A scheme splits in proportion to speed when it keeps Σ speed / W of its throughput (0.95 with one "
              "worker in ten at half speed). Only schemes that see the workers' time come near it: those told the "
@@ -27,36 +28,31 @@ def heterogeneous_spark(folder: Path) -> list[str]:
     data = pd.read_csv(path) if path.exists() else None
     if data is None or "slow" not in data or data["slow"].isna().all():
         return []
-    data["slow"], data["params"] = data["slow"].fillna(""), data["params"].fillna("")
     measured = ["throughput", "predicted_throughput"]
-    equal = data.loc[data["slow"] == "", SAME + measured].rename(columns={c: f"{c}_equal" for c in measured})
-    slow = data[data["slow"] != ""]
-    told = slow["params"].str.contains("capacity=")  # cg told the capacities: against cg on equal workers
-    slow = slow.assign(label=slow["scheme"].where(~told, slow["scheme"] + " (capacity told)"),
-                       params=slow["params"].map(_untold))
-    slow = slow.merge(equal, on=SAME)
+    slow = beside_equal_twin(data, SAME, measured).dropna(subset=["throughput_equal"])
     if slow.empty:
         return []
+    told = slow["params"].fillna("").str.contains("capacity=")  # cg told the capacities: against cg untold
+    slow["label"] = slow["scheme"].where(~told, slow["scheme"] + " (capacity told)")
     slow["measured share"] = slow["throughput"] / slow["throughput_equal"]
     slow["predicted share"] = slow["predicted_throughput"] / slow["predicted_throughput_equal"]
-    table = (slow.groupby(["label", "slow"])[["throughput_equal", "throughput", "measured share", "predicted share"]]
-             .median().reset_index().sort_values("measured share", ascending=False)
+    by = ["study", "workers", "label", "slow"]  # a study's points apart from another's (newer-claims: cg vs kg)
+    table = (slow.groupby(by)[["throughput_equal", "throughput", "measured share", "predicted share"]]
+             .median().reset_index().sort_values(["study", "workers", "measured share"], ascending=[True, True, False])
              .rename(columns={"label": "scheme", "throughput_equal": "equal workers (msgs/s)",
                               "throughput": "slow workers (msgs/s)"}))
-    bars = table.melt(id_vars=["scheme", "slow"], value_vars=["measured share", "predicted share"],
-                      var_name="", value_name="share of its throughput on equal workers")
+    bars = table.assign(at=table["study"] + ", W = " + table["workers"].astype(str)).melt(
+        id_vars=["at", "scheme", "slow"], value_vars=["measured share", "predicted share"], var_name="",
+        value_name="share of its throughput on equal workers")
     grid = sns.catplot(data=bars, x="scheme", y="share of its throughput on equal workers", hue="", col="slow",
-                       kind="bar", height=3.2, aspect=2.6, order=table["scheme"].drop_duplicates())
+                       row="at", kind="bar", height=3.2, aspect=2.6, order=table["scheme"].drop_duplicates(),
+                       sharex=False)
     grid.set_xticklabels(rotation=60, ha="right")
     return ["## Heterogeneous workers on the cluster", "",
             "Each scheme with slow workers (`slow`: `1@0.5` is worker 0 at half speed, its injected delay doubled) "
             "as a share of the same run on equal workers, measured and predicted (median over seeds). The engine's "
             "cost per batch is the same on both runs, so it pulls every measured share towards 1. " + EXPLAINED, "",
             markdown(table), "", figure(folder, "heterogeneous", grid), ""]
-
-
-def _untold(params: str) -> str:
-    return ",".join(p for p in params.split(",") if not p.startswith("capacity="))
 
 
 def heterogeneous_sim(folder: Path) -> list[str]:

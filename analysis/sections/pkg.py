@@ -112,7 +112,7 @@ def fig4(folder: Path) -> list[str]:
 
 
 def newer(folder: Path) -> list[str]:
-    data = load(folder, "newer")
+    data = load(folder, "newer_")  # newer_wp, newer_ln1; not the newer-* studies
     if data is None:
         return []
     grid = sns.relplot(data=floored(data), x="workers", y="imbalance_fraction", hue="scheme", col="workload",

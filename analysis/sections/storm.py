@@ -65,7 +65,8 @@ def _storm_like(folder: Path, name: str, how: str, note: str) -> list[str]:
 def _saturation(c: dict) -> str:
     if c.get("offered_rate") and "kg_saturation_delay_ms" in c:  # comparisons before 2026-11-25 lack it
         return (f"KG stops carrying what SG carries (KG / SG < 0.95, interpolated) at "
-                f"{c['kg_saturation_delay_ms']} ms (the paper's KG saturation: {c['paper_kg_saturation_delay_ms']} ms). ")
+                f"{c['kg_saturation_delay_ms']} ms "
+                f"(the paper's KG saturation: {c['paper_kg_saturation_delay_ms']} ms). ")
     return ""
 
 

@@ -19,10 +19,9 @@ import pandas as pd
 
 import skewbench.schemes  # noqa: F401  (registers every scheme)
 from skewbench.bench.provenance import write_metadata
-from skewbench.bench.study import Study
+from skewbench.bench.study import Study, with_speed_share
 from skewbench.scheme import REGISTRY
 from skewbench.simulator import simulate
-from skewbench.speeds import parse, speed_share
 from skewbench.workloads import parse as parse_workload
 
 #: mixed-brute is mixed with a brute-force planner (the same routes, hours at W = 100).
@@ -36,14 +35,11 @@ SKEWS = {"z08": "zipf:z=0.8,keys=100000", "z10": "zipf:z=1.0,keys=100000", "z12"
 
 def told(out: Path, messages: int) -> None:
     """cg told each profile as its capacity, beside cg on equal workers."""
-    stream, rows = parse_workload("wp", messages=messages, seed=0), []
-    for workers in WORKERS:
-        equal = simulate(stream, "cg", workers, SOURCES).row
-        for slow in SLOW[1:]:
-            row = simulate(stream, "cg", workers, SOURCES, slow=slow, params={"capacity": slow}).row
-            rows.append({**row, "speed_share": speed_share(equal["time_over_ideal"], row["time_over_ideal"],
-                                                           parse(slow, workers))})
-    pd.DataFrame(rows).assign(scheme="cg (capacity told)").to_csv(out, index=False)
+    stream = parse_workload("wp", messages=messages, seed=0)
+    rows = [simulate(stream, "cg", workers, SOURCES, slow=slow, params={"capacity": slow} if slow else {}).row
+            for workers in WORKERS for slow in SLOW]
+    table = with_speed_share(pd.DataFrame(rows))
+    table[table["slow"] != ""].assign(scheme="cg (capacity told)").to_csv(out, index=False)
     write_metadata(out, {"experiment": "cg told the slow workers' capacity, WP, S=5", "messages": messages})
 
 
