@@ -4,9 +4,10 @@ Every scheme the pipeline runs routes the user's stream as the Spark source woul
 :func:`~skewbench.bench.prediction.simulate_point`: the same routers, sources and micro-batches), and an
 engine model predicts each run on the cluster (:func:`~skewbench.bench.prediction.predict`): the cost per
 micro-batch that the engine adds to the busiest worker's work.  Machines of one kind differ 2–3× in that cost,
-so the advice stands on a model fitted on the user's own cluster whenever there is one (``--engine-model``:
-the ``engine_model.json`` of a bench run there, e.g. ``skewbench bench bench/studies/engine.yaml --out DIR``);
-without one, on the kept bench's model, and the output says so.
+so the advice stands on a model fitted on the user's own cluster whenever there is one: ``--calibrate`` fits
+it on the cluster of ``SPARK_CONF_DIR`` (the calibration a bench of the same points runs, cached per cluster
+shape and code, so a second call reuses it: :func:`skewbench.bench.driver.cluster_model`), ``--engine-model``
+reads one (a bench's ``engine_model.json``); without either, the kept bench's model, and the output says so.
 
 The recommendation at each W is the scheme with the highest predicted throughput; among those within
 :data:`TIE` of it, the one holding the least state (counters per key), then the fewest probes, then the
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from skewbench.bench.prediction import EngineModel, predict, simulate_point
-from skewbench.bench.studyfile import Point, from_spec
+from skewbench.bench.studyfile import Point, Study, from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The kept default bench's engine model (reports/README.md): fitted on the machine that ran it.
@@ -37,20 +38,19 @@ TIE, STATE_TIE = 0.02, 0.05
 LEFT_OUT = {"mixed-brute"}
 
 
-def points(workload: str, app: str, workers: list[int], sources: int, delay_ms: float, messages: int,
-           batch_rows_per_worker: int, levers: str, schemes: list[str], seed: int) -> list[Point]:
-    """Every scheme at every W, as a study (validated as study files are: one clear error)."""
+def study(workload: str, app: str, workers: list[int], sources: int, delay_ms: float, messages: int,
+          batch_rows_per_worker: int, levers: str, schemes: list[str]) -> Study:
+    """Every scheme at every W, as a study (validated as study files are: one clear error); ``levers`` those
+    of the engine model ("": the default set, which a calibration then fits)."""
     spec = {"name": "advise", "apps": app, "schemes": schemes, "workers": workers, "sources": sources,
             "delay_ms": delay_ms, "workloads": workload, "messages": messages,
             "batch_rows_per_worker": batch_rows_per_worker, "repeats": 1}
-    if levers:
-        spec["levers"] = levers
-    study = from_spec(spec, Path("advise"))
-    return [p if p.seed == seed else _with_seed(p, seed) for p in study.points()]
+    return from_spec(spec | ({"levers": levers} if levers else {}), Path("advise"))
 
 
-def _with_seed(point: Point, seed: int) -> Point:
-    return Point(**{**asdict(point), "seed": seed})
+def points(study_: Study, seed: int) -> list[Point]:
+    """The study's points with the stream's and routers' ``seed``."""
+    return [Point(**{**asdict(p), "seed": seed}) for p in study_.points()]
 
 
 def advise(points_: list[Point], model: EngineModel, progress=None) -> pd.DataFrame:

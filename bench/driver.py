@@ -351,19 +351,22 @@ def _needs_calibration(out: Path, studies: list[Study]) -> bool:
 
 def _calibration(out: Path, studies: list[Study], profile: str, spark) -> Calibration | None:
     """The calibration this bench still needs (:func:`_needs_calibration`), or None."""
+    return _calibration_for(studies, profile, spark) if _needs_calibration(out, studies) else None
+
+
+def _calibration_for(studies: list[Study], profile: str, spark) -> Calibration:
+    """The calibration of ``studies``' points on the cluster of ``spark``, cached or not yet run."""
     from skewbench.bench.spark.run import machine_cores, master_status
 
-    if not _needs_calibration(out, studies):
-        return None
     status = master_status(spark.sparkContext.master)
     return Calibration.for_bench(studies, profile, status=status, machine_cores=machine_cores(status),
                                  executor_memory=spark.sparkContext.getConf().get("spark.executor.memory", None),
                                  spark_version=spark.version)
 
 
-def _calibrate(spark, out: Path, calibration: Calibration, progress, interrupts) -> str:
-    """Run what the cached calibration lacks, fit it, and make it this bench's ``engine_model.json``;
-    says whether it ran or came from the cache."""
+def _calibrate(spark, out: Path | None, calibration: Calibration, progress, interrupts) -> str:
+    """Run what the cached calibration lacks, fit it, and make it this bench's ``engine_model.json`` (with an
+    ``out``); says whether it ran or came from the cache."""
     ran = calibration.missing()
     for point in ran:
         progress.step(_label(point))
@@ -372,8 +375,35 @@ def _calibrate(spark, out: Path, calibration: Calibration, progress, interrupts)
         if not calibration.model_path.exists():
             calibration.save(pd.DataFrame([run_row(p, calibration.folder / "runs" / p.name)
                                            for p in calibration.points]))
-        shutil.copyfile(calibration.model_path, out / "engine_model.json")
+        if out is not None:
+            shutil.copyfile(calibration.model_path, out / "engine_model.json")
     return "calibrated the engine now, and cached it" if ran else "the cached calibration (same cluster, code, design)"
+
+
+def cluster_model(studies: list[Study], log=sys.stderr) -> tuple[EngineModel, Path]:
+    """The engine model of the cluster of ``SPARK_CONF_DIR`` for ``studies``' points (``skewbench advise
+    --calibrate``): the calibration a bench of the same points would run, from the cache when this cluster, code
+    and design have one, else run now (after a warm-up run) and cached; with where it is kept."""
+    from skewbench.bench.spark.run import session
+
+    url, slots = _cluster()
+    needed = max(p.workers for s in studies for p in s.points())
+    if needed > slots:
+        raise BenchError(f"calibrating for W = {needed} needs {needed} task slots, but the cluster at {url} has "
+                         f"{slots} free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
+    spark = session(url, "skewbench-calibration")
+    try:
+        calibration = _calibration_for(studies, "default", spark)
+        missing = len(calibration.missing())
+        with deferred() as interrupts, Progress(missing + bool(missing)) as progress:
+            if missing:
+                progress.step("warm-up run (not reported)")
+                _warm_up(spark, slots, WARM_UP_BATCHES)
+            how = _calibrate(spark, None, calibration, progress, interrupts)
+    finally:
+        spark.stop()
+    print(f"engine model: {how}", file=log, flush=True)
+    return EngineModel.read(calibration.model_path), calibration.model_path
 
 
 def _announce_model(out: Path, studies: list[Study], how: str, log) -> None:

@@ -280,41 +280,68 @@ def cmd_predict(args) -> int:
 def cmd_advise(args) -> int:
     import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.bench import advise
-    from skewbench.bench.prediction import EngineModel
     from skewbench.bench.progress import Progress
     from skewbench.bench.studyfile import StudyError
     from skewbench.scheme import REGISTRY
 
     workers = _int_list(args.workers, "workers")
+    if args.calibrate and args.engine_model:
+        raise UsageError("give --calibrate (fit the engine model on this cluster) or --engine-model FILE, not both")
     model_path = args.engine_model or advise.KEPT_MODEL
-    try:
-        model = EngineModel.read(model_path)
-    except ValueError as exc:
-        raise UsageError(f"{exc}: give a bench's engine_model.json") from None
+    model = None if args.calibrate else _engine_model(model_path)
     schemes = args.schemes.split(",") if args.schemes else sorted(set(REGISTRY) - advise.LEFT_OUT)
     try:
-        points = advise.points(args.workload, args.app, workers, args.sources, args.delay_ms, args.messages,
-                               args.batch_rows_per_worker, model.levers, schemes, args.seed)
+        study = advise.study(args.workload, args.app, workers, args.sources, args.delay_ms, args.messages,
+                             args.batch_rows_per_worker, model.levers if model else "", schemes)
     except StudyError as exc:
         raise UsageError(str(exc).removeprefix("advise: ")) from None
     if args.out is not None and args.out.exists():
         raise UsageError(f"{args.out} already exists; choose another --out (results are never overwritten)")
+    if args.calibrate:
+        model, model_path = _calibrated(args, study)
+    points = advise.points(study, args.seed)
     with Progress(len(points)) as progress:
         table = advise.advise(points, model, progress)
     picks = advise.recommend(table, advise.hottest_share(points[0]))
     print(advise.summary(table, picks, f"app {args.app}, S = {args.sources}, {args.delay_ms:g} ms per message, "
                                        f"{args.workload}"))
     print(f"engine model: {model_path} ({model.source or 'no source recorded'})")
-    if args.engine_model is None:
+    if not (args.engine_model or args.calibrate):
         print("  the kept bench's model, fitted on the machine that ran it; machines of one kind differ 2-3x in the "
-              "engine's cost per batch: fit one on your cluster (skewbench bench bench/studies/engine.yaml --out "
-              "DIR) and pass --engine-model DIR/engine_model.json")
+              "engine's cost per batch: add --calibrate to fit one on your cluster (SPARK_CONF_DIR), or pass a "
+              "bench's engine_model.json with --engine-model")
     if args.out is not None:
         config = {**{k: str(v) for k, v in vars(args).items() if k != "func"}, "engine_model": str(model_path),
                   "model": model.to_json(), "reasons": picks.to_dict("records")}
         advise.write(args.out, table, picks, config)
         print(f"wrote {args.out / 'advice.csv'} and {args.out / 'advice.png'}")
     return 0
+
+
+def _engine_model(path: Path):
+    from skewbench.bench.prediction import EngineModel
+
+    try:
+        return EngineModel.read(path)
+    except ValueError as exc:
+        raise UsageError(f"{exc}: give a bench's engine_model.json") from None
+
+
+def _calibrated(args, study):
+    """``advise --calibrate``: the engine model of the cluster of SPARK_CONF_DIR (in .venv-cluster's Python)."""
+    _in_cluster_python("advise", ["--workload", args.workload, "--app", args.app, "--workers", args.workers,
+                                  "--sources", str(args.sources), "--delay-ms", str(args.delay_ms),
+                                  "--messages", str(args.messages), "--seed", str(args.seed),
+                                  "--batch-rows-per-worker", str(args.batch_rows_per_worker), "--calibrate"]
+                       + (["--schemes", args.schemes] if args.schemes else [])
+                       + (["--out", str(args.out)] if args.out else []))
+    from skewbench.bench.driver import BenchError, cluster_model
+    from skewbench.bench.spark.run import RunError
+
+    try:
+        return cluster_model([study])
+    except (BenchError, RunError) as exc:
+        raise UsageError(str(exc)) from None
 
 
 def cmd_study(args) -> int:
@@ -564,6 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
     adv.add_argument("--seed", type=int, default=0)
     adv.add_argument("--engine-model", type=Path, metavar="FILE",
                      help="an engine_model.json fitted on your cluster (default: the kept bench's)")
+    adv.add_argument("--calibrate", action="store_true",
+                     help="fit the engine model on the cluster of SPARK_CONF_DIR first (a few short runs; cached, so "
+                          "a second call on the same cluster and code reuses it)")
     adv.add_argument("--out", type=Path, metavar="DIR", help="write advice.csv and advice.png here (must not exist)")
     adv.set_defaults(func=cmd_advise)
 

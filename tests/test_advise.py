@@ -100,3 +100,8 @@ def test_an_offline_scheme_is_a_bound_in_the_table_not_a_recommendation():
                           "busiest / mean": [1.0, 1.0, 2.0], "counters per key": [1.0, 1.1, 1.0],
                           "probes per message": 0.0})
     assert recommend(table, p1=0.05).iloc[0]["scheme"] == "pkg"  # off-greedy fits on the whole stream first
+
+
+def test_calibrate_and_a_given_model_are_refused_together(capsys):
+    code, _, err = advise(capsys, "--workload", "zipf:z=1.0,keys=100", "--calibrate", "--engine-model", "m.json")
+    assert code == 2 and "not both" in err

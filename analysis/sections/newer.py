@@ -135,7 +135,8 @@ def newer_skew(folder: Path) -> list[str]:
     data = study_table(folder, "newer-skew")
     if data is None:
         return []
-    grid = _rates(data, "workload", "stream")
+    short = data["workload"].str.replace(",keys=100000", "").str.replace("zipf:z=", "Zipf z = ")
+    grid = _rates(data.assign(stream=short), "stream", "stream")
     table = data.pivot_table(index="scheme", columns="workload", values=["throughput", "max_over_mean"])
     table.columns = [f"{w}: {'msgs/s' if v == 'throughput' else 'busiest / mean'}" for v, w in table.columns]
     error = data["predicted_throughput"] / data["throughput"] - 1
@@ -151,7 +152,7 @@ def _rates(data: pd.DataFrame, x: str, label: str):
     """Each scheme's throughput over ``x``, one panel per W: the newer schemes solid, the rest dashed."""
     order = sorted(set(data["scheme"]), key=lambda s: (s not in NEWER, s))
     grid = sns.catplot(data=data, x=x, y="throughput", hue="scheme", hue_order=order, col="workers",
-                       kind="point", height=3.2, sharey=False, palette="husl",
+                       kind="point", height=3.2, aspect=1.4, sharey=False, palette="husl",
                        linestyles=["-" if s in NEWER else "--" for s in order],
                        markers=["o" if s in NEWER else "s" for s in order])
     return grid.set(xlabel=label, ylabel="messages/s")

@@ -256,4 +256,13 @@ def test_a_bench_without_an_engine_study_calibrates_once_and_reuses_the_calibrat
     code, log = finished(bench(str(study), "--out", str(tmp_path / "second"), conf=spark_cluster, cache=cache))
     assert code == 0 and "the cached calibration" in log and "engine-calibration:" not in log, log[-3000:]
     assert json.loads((tmp_path / "second" / "engine_model.json").read_text()) == model
+    # skewbench advise --calibrate on the same points (W, S, batch per worker, delay) finds that calibration
+    advise = subprocess.Popen([sys.executable, "-m", "skewbench.cli", "advise", "--calibrate", "--workload",
+                               "zipf:z=1.2,keys=2000", "--workers", "3", "--sources", "2", "--delay-ms", "0.2",
+                               "--batch-rows-per-worker", "667", "--messages", "6000", "--schemes", "kg,pkg"],
+                              cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "SPARK_CONF_DIR": str(spark_cluster), "SKEWBENCH_CACHE": str(cache)})
+    code, log = finished(advise)
+    assert code == 0 and "engine model: the cached calibration" in log and "engine-calibration:" not in log, log
+    assert f"engine model: {cache}/engine/" in log and "(calibration " in log and "recommended at W = 3" in log, log
     # (--engine-model, a model given instead: the sustainable search's test.)
