@@ -93,10 +93,8 @@ def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "def
     if any(p.ingest == "locust" for s in studies for p in s.points(profile)):
         _check_broker()
     _check_faults({(p.faults, p.ingest) for s in studies for p in s.points(profile) if p.faults})
-    needed = max(p.live.widest(p.workers) if p.live else p.workers for s in studies for p in s.points(profile))
-    if needed > slots:
-        raise BenchError(f"the studies need {needed} task slots (W = {needed}) but the cluster at {url} has {slots} "
-                         f"free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
+    _check_slots(max(p.live.widest(p.workers) if p.live else p.workers for s in studies for p in s.points(profile)),
+                 url, slots)
     _claim(out, studies, profile, order_seed, resume, given)
     if _remaining(out, _phases(studies), profile) or _needs_calibration(out, studies):
         spark = session(url, "skewbench-bench")
@@ -153,6 +151,13 @@ def _cluster() -> tuple[str, int]:
         return url, free_slots(master_status(url))
     except RunError as exc:
         raise BenchError(str(exc)) from None
+
+
+def _check_slots(needed: int, url: str, slots: int) -> None:
+    """:class:`BenchError` unless the cluster has a task slot for each of the widest point's ``needed`` workers."""
+    if needed > slots:
+        raise BenchError(f"W = {needed} needs {needed} task slots but the cluster at {url} has {slots} free: start "
+                         f"it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
 
 
 def _check_broker() -> None:
@@ -387,10 +392,7 @@ def cluster_model(studies: list[Study], log=sys.stderr) -> tuple[EngineModel, Pa
     from skewbench.bench.spark.run import session
 
     url, slots = _cluster()
-    needed = max(p.workers for s in studies for p in s.points())
-    if needed > slots:
-        raise BenchError(f"calibrating for W = {needed} needs {needed} task slots, but the cluster at {url} has "
-                         f"{slots} free: start it with more (make cluster-up WORKERS=2 CORES={-(-needed // 2)})")
+    _check_slots(max(p.workers for s in studies for p in s.points()), url, slots)
     spark = session(url, "skewbench-calibration")
     try:
         calibration = _calibration_for(studies, "default", spark)

@@ -249,8 +249,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_predict(args) -> int:
-
-    from skewbench.bench.prediction import EngineModel, predict_points
+    from skewbench.bench.prediction import predict_points
     from skewbench.bench.progress import Progress
     from skewbench.bench.provenance import write_metadata
     from skewbench.bench.study import claim
@@ -260,10 +259,7 @@ def cmd_predict(args) -> int:
         studies = load_all(args.studies)
     except StudyError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        model = EngineModel.read(args.engine_model)
-    except ValueError as exc:
-        raise UsageError(f"{exc}: give a bench's engine_model.json") from None
+    model = _engine_model(args.engine_model)
     claim(args.out, args.force)
     points = [p for s in studies for p in s.points(args.profile)]
     with Progress(len(points)) as progress:
