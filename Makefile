@@ -12,9 +12,9 @@ BENCH_CORES   ?= 50
 BENCH_MEMORY  ?= 5g
 BENCH_EXECUTOR_MEMORY ?= 4g
 # The default studies (bench/studies/*.yaml); engine calibrates the predictions of the others.
-STUDIES       ?= engine matrix storm offered aggregation levers efficiency centre dkg fang naivebayes sustainable scaleout megaphone fang-live fang-theta
+STUDIES       ?= engine matrix storm offered aggregation levers efficiency centre dkg fang naivebayes sustainable scaleout megaphone fang-live fang-theta advice
 
-.PHONY: setup browser test study study-tw speed bench report clean
+.PHONY: setup browser test study study-tw speed bench api-bench report clean
 
 setup: $(STAMP)
 
@@ -73,6 +73,11 @@ bench: setup  ## the study files $(STUDIES) on a local Spark cluster into $(OUT)
 	    EXECUTOR_MEMORY=$(BENCH_EXECUTOR_MEMORY) $(if $(filter locust,$(INGEST))$(BROKER_STUDIES),BROKER=1)
 	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf $(VENV)/bin/skewbench bench $(STUDIES:%=bench/studies/%.yaml) \
 	    --out $(OUT) $(if $(QUICK),--quick) $(if $(FULL),--full) $(if $(RESUME),--resume) $(if $(INGEST),--ingest $(INGEST))
+
+api-bench: setup  ## skewbench.spark in a Structured Streaming job, plain Spark vs balanced (bench/studies/api.yaml), into $(OUT)
+	$(MAKE) cluster-up WORKERS=$(BENCH_WORKERS) CORES=$(BENCH_CORES) MEMORY=$(BENCH_MEMORY) \
+	    EXECUTOR_MEMORY=$(BENCH_EXECUTOR_MEMORY)
+	SPARK_CONF_DIR=$(CLUSTER_DIR)/loadgen/conf $(VENV)/bin/skewbench api-bench bench/studies/api.yaml --out $(OUT)
 
 report: setup  ## rewrite OUT/index.html, report.md and fidelity.csv from the result files in OUT
 	$(VENV)/bin/skewbench report $(OUT)

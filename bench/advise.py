@@ -9,11 +9,12 @@ it on the cluster of ``SPARK_CONF_DIR`` (the calibration a bench of the same poi
 shape and code, so a second call reuses it: :func:`skewbench.bench.driver.cluster_model`), ``--engine-model``
 reads one (a bench's ``engine_model.json``); without either, the kept bench's model, and the output says so.
 
-The recommendation at each W is the scheme with the highest predicted throughput; among those within
-:data:`TIE` of it, the one holding the least state (counters per key), then the fewest probes, then the
-fastest.  Offline schemes are in the table, not in the choice: they know the whole stream in advance.  Its
-reason sets the hottest key's share p1 against 1/W (one worker's fair share: hashing alone carries a key up to
-it) and 2/W (what two choices can spread), and the pick against kg and pkg.
+Adaptive schemes also get their cost to plan and to migrate (:func:`plan_costs`).  The recommendation at
+each W is the scheme with the highest predicted throughput; among those within :data:`TIE` of it, the one
+holding the least state (counters per key), then the fewest probes, then the fastest.  Offline schemes are in
+the table, not in the choice: they know the whole stream in advance.  Its reason sets the hottest key's share
+p1 against 1/W (one worker's fair share: hashing alone carries a key up to it) and 2/W (what two choices can
+spread), and the pick against kg and pkg.
 """
 
 from __future__ import annotations
@@ -67,8 +68,41 @@ def advise(points_: list[Point], model: EngineModel, progress=None) -> pd.DataFr
                      "batch s": predicted["overhead_s"] + predicted["busiest_s"],
                      "busiest / mean": float(stores.max() / stores.mean()) if stores.mean() else math.nan,
                      "counters per key": work.counters / work.keys if work.keys else math.nan,
-                     "probes per message": work.probe.sum() / point.messages})
+                     "probes per message": work.probe.sum() / point.messages} | plan_costs(point))
     return pd.DataFrame(rows)
+
+
+def plan_costs(point: Point) -> dict:
+    """What an adaptive scheme costs to plan and to migrate on the point's stream, as it would run live
+    (rebalancing every micro-batch): it routes the first micro-batch with its hash function and plans on
+    its statistics — the seconds that took, and the table's entries — then routes the second with that table
+    and plans again: the keys the second plan moves, and the share of that micro-batch's messages whose keys
+    they are (the state a live migration carries).  NaN for schemes that never plan."""
+    from skewbench.bench.apps import make_app
+    from skewbench.scheme import make_scheme, parse_params
+    from skewbench.sources import interval_stats
+    from skewbench.workloads import parse
+
+    scheme = make_scheme(point.scheme, point.workers, seed=point.seed, **parse_params(point.params))
+    if not scheme.adaptive:
+        return dict.fromkeys(PLAN_COLUMNS, math.nan)
+    stream = make_app(point.app).prepare(parse(point.workload, messages=point.messages, seed=point.seed))
+    n = min(point.batch_rows, stream.messages // 2)
+    plans = []
+    for lo in (0, n):
+        routes = scheme.route_many(stream.fps[lo:lo + n], stream.clock[lo:lo + n])
+        plans.append(scheme.rebalance(interval_stats(stream, lo, lo + n, np.bincount(routes, minlength=point.workers))))
+        if plans[-1] is not None:
+            scheme.apply(plans[-1])
+    first, second = plans
+    moved = second.moves["key"] if second is not None else np.empty(0, np.uint64)
+    carried = np.isin(stream.key_fps[stream.ids[n:2 * n]], moved).mean() if n else 0.0
+    return {"plan ms": 1000 * first.build_seconds if first is not None else 0.0, "table entries": scheme.table_size(),
+            "keys moved per plan": len(moved), "moved share per plan": float(carried)}
+
+
+#: advise's columns for adaptive schemes (:func:`plan_costs`).
+PLAN_COLUMNS = ("plan ms", "table entries", "keys moved per plan", "moved share per plan")
 
 
 def recommend(table: pd.DataFrame, p1: float) -> pd.DataFrame:
@@ -116,6 +150,10 @@ def _reason(pick: pd.Series, at: pd.DataFrame, p1: float, tied: int) -> str:
         most = at.loc[at["probes per message"].idxmax()]
         why += (f" and {pick['probes per message']:.2f} probes per message ({most['scheme']}: "
                 f"{most['probes per message']:.2f})")
+    if not pd.isna(pick.get("plan ms", math.nan)):  # an adaptive pick: what its plans cost live
+        why += (f"; its plan, {pick['table entries']:.0f} table entries, took {pick['plan ms']:.0f} ms and "
+                f"the next moved {pick['keys moved per plan']:.0f} keys ({pick['moved share per plan']:.1%} of the "
+                f"messages' state)")
     ties = f", the least state of the {tied} schemes within {TIE:.0%} of the best" if tied > 1 else ""
     return f"{skew}; {why}{ties}."
 
@@ -131,12 +169,15 @@ def hottest_share(point: Point) -> float:
 
 
 def summary(table: pd.DataFrame, picks: pd.DataFrame, setting: str) -> str:
-    """The tables (fastest first; probes only where some scheme probes) and the recommendations, as text."""
+    """The tables (fastest first; probes and plan costs only where some scheme has them) and the recommendations,
+    as text."""
     parts = []
     for w, at in table.groupby("workers"):
-        shown = at.drop(columns=["workers"] + (["probes per message"] if not at["probes per message"].any() else []))
+        unused = [c for c in ("probes per message", *PLAN_COLUMNS) if not at[c].fillna(0).any()]
+        shown = at.drop(columns=["workers", *unused])
         parts += [f"W = {w} ({setting}):", shown.sort_values("msgs/s", ascending=False).to_string(
-            index=False, formatters={"msgs/s": "{:,.0f}".format}, float_format="{:.2f}".format), ""]
+            index=False, formatters={"msgs/s": "{:,.0f}".format} | _PLAN_FORMATS, float_format="{:.2f}".format,
+            na_rep="-"), ""]
     parts += [f"recommended at W = {p['workers']}: {p['scheme']} — {p['reason']}" for _, p in picks.iterrows()]
     return "\n".join(parts)
 
@@ -150,6 +191,10 @@ def write(out: Path, table: pd.DataFrame, picks: pd.DataFrame, config: dict) -> 
     marked.fillna({"recommended": False}).to_csv(out / "advice.csv", index=False)
     write_metadata(out / "advice.csv", {"command": "advise", **config})
     draw(table, picks, out / "advice.png")
+
+
+_PLAN_FORMATS = {"plan ms": "{:.1f}".format, "table entries": "{:,.0f}".format, "keys moved per plan": "{:,.0f}".format,
+                 "moved share per plan": "{:.1%}".format}
 
 
 def draw(table: pd.DataFrame, picks: pd.DataFrame, path: Path) -> None:

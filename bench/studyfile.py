@@ -429,6 +429,9 @@ def from_spec(doc, path: Path) -> Study:
     does; ``path`` names it in errors."""
     if not isinstance(doc, dict):
         raise StudyError(f"{path}: a study file is a mapping of keys (name, apps, schemes, workers, ...)")
+    if doc.get("kind") == "api":
+        raise StudyError(f"{path}: an API study (kind: api), of skewbench.spark in a user's job: run it with "
+                         f"`skewbench api-bench {path}`")
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc))
     if error is not None:
         raise _schema_error(path, error)

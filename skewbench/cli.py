@@ -273,6 +273,28 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_api_bench(args) -> int:
+    from skewbench.bench.api_bench import ApiBenchError, api_bench, load, summary
+
+    try:
+        load(args.study)
+    except ApiBenchError as exc:
+        raise UsageError(str(exc)) from None
+    if args.out.exists():
+        raise UsageError(f"{args.out} already exists; choose another --out (results are never overwritten)")
+    _in_cluster_python("api-bench", [args.study, "--out", str(args.out)])
+    try:
+        table = api_bench(args.study, args.out)
+    except ApiBenchError as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"skewbench: interrupted; {args.out} is incomplete (no results.csv)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(summary(table))
+    print(f"wrote {args.out / 'results.csv'} and {args.out / 'api.png'}")
+    return 0 if table["correct"].all() else EXIT_FAILED
+
+
 def cmd_advise(args) -> int:
     import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.bench import advise
@@ -592,6 +614,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "a second call on the same cluster and code reuses it)")
     adv.add_argument("--out", type=Path, metavar="DIR", help="write advice.csv and advice.png here (must not exist)")
     adv.set_defaults(func=cmd_advise)
+
+    api = sub.add_parser("api-bench", help="skewbench.spark in a Structured Streaming job on the cluster: plain "
+                                          "Spark vs balanced, per p1 (an API study file)",
+                         description="Run an API study (bench/studies/api.yaml: kind api) on the cluster of "
+                                     "SPARK_CONF_DIR: a per-key Python stateful operator and Spark's built-in sum, "
+                                     "each plain and through skewbench.spark.Balancer with each scheme; writes "
+                                     "DIR/results.csv (throughput, batch latency, state, correct) and DIR/api.png.")
+    api.add_argument("study", metavar="STUDY.yaml", help="an API study file (schema: bench/api_bench.py)")
+    api.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder (must not exist)")
+    api.set_defaults(func=cmd_api_bench)
 
     study = sub.add_parser("study", help="the papers' simulations side by side (no cluster), then a report",
                            description="Every simulation experiment of the papers (skewbench.bench.paper_study) "

@@ -105,3 +105,33 @@ def test_an_offline_scheme_is_a_bound_in_the_table_not_a_recommendation():
 def test_calibrate_and_a_given_model_are_refused_together(capsys):
     code, _, err = advise(capsys, "--workload", "zipf:z=1.0,keys=100", "--calibrate", "--engine-model", "m.json")
     assert code == 2 and "not both" in err
+
+
+def test_adaptive_schemes_show_what_their_plans_cost_and_others_a_dash(tmp_path, capsys, trace):
+    code, out, err = advise(capsys, "--workload", f"file:path={trace},key=user", "--schemes", "kg,mixed,llfd",
+                            "--messages", "20000", "--out", str(tmp_path / "advice"))
+    assert code == 0, err
+    assert "plan ms" in out and "moved share per plan" in out
+    table = pd.read_csv(tmp_path / "advice" / "advice.csv").set_index("scheme")
+    assert table.loc[["mixed", "llfd"], "table entries"].gt(0).all() and table.loc["kg"].isna()["plan ms"]
+    assert table.loc[["mixed", "llfd"], "plan ms"].gt(0).all()
+    assert table.loc[["mixed", "llfd"], "moved share per plan"].between(0, 1).all()
+    kg_row = next(line for line in out.splitlines() if line.split()[:1] == ["kg"])
+    assert kg_row.split()[-4:] == ["-", "-", "-", "-"]
+
+
+def test_no_plan_columns_without_an_adaptive_scheme(capsys, trace):
+    code, out, _ = advise(capsys, "--workload", f"file:path={trace},key=user", "--schemes", "kg,pkg",
+                          "--messages", "5000")
+    assert code == 0 and "plan ms" not in out
+
+
+def test_an_adaptive_pick_says_what_its_plans_cost():
+    from skewbench.bench.advise import recommend
+
+    table = pd.DataFrame({"workers": 10, "scheme": ["mixed", "kg"], "msgs/s": [100.0, 50.0],
+                          "busiest / mean": [1.0, 2.0], "counters per key": [1.0, 1.0], "probes per message": 0.0,
+                          "plan ms": [12.0, np.nan], "table entries": [250, np.nan],
+                          "keys moved per plan": [65, np.nan], "moved share per plan": [0.006, np.nan]})
+    reason = recommend(table, p1=0.05).iloc[0]["reason"]
+    assert "its plan, 250 table entries, took 12 ms and the next moved 65 keys (0.6% of the messages' state)" in reason

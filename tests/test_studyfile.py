@@ -95,7 +95,7 @@ def test_quick_replaces_keys_for_a_smoke_run(tmp_path):
 
 
 def test_every_shipped_study_loads_and_fits_the_bench_cluster():
-    paths = sorted(STUDIES.glob("*.yaml"))
+    paths = [p for p in sorted(STUDIES.glob("*.yaml")) if "kind: api" not in p.read_text()]  # api-bench's
     order = ["engine", "matrix", "storm", "offered", "aggregation", "efficiency"]
     studies = load_all([STUDIES / f"{n}.yaml" for n in order] + [p for p in paths if p.stem not in order])
     assert {s.name for s in studies} == {p.stem for p in paths}
@@ -110,10 +110,10 @@ def test_the_quick_profile_is_a_smoke_run_of_every_default_study():
                  if line.startswith("STUDIES")).split("?=")[1].split()
     studies = load_all([STUDIES / f"{n}.yaml" for n in names])
     points = {s.name: s.points("quick", rate=1000.0 if s.spec.get("offered_rate") else None) for s in studies}
-    assert len(names) == 16 and all(points.values())  # every study at least once
+    assert len(names) == 17 and all(points.values())  # every study at least once
     every = [p for ps in points.values() for p in ps]
     assert {p.app for p in every} == {"wordcount", "selfjoin", "naivebayes"} and len({p.scheme for p in every}) >= 5
-    assert len(every) <= 28 and max(p.messages for p in every) <= 30_000
+    assert len(every) <= 30 and max(p.messages for p in every) <= 30_000
     search = next(s for s in studies if s.spec.get("sustainable")).profiled("quick")["sustainable"]
     assert search["runs"] <= 2 and search["seconds"] <= 5  # the sustainable search: two short runs
 

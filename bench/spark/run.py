@@ -4,11 +4,11 @@ The query: the "skewbench" source (S partitions, open loop, each routing its mes
 scheme, :mod:`~skewbench.bench.spark.routing`; with ``--ingest locust`` the "skewbench-broker" source,
 reading what locust sends to the cluster's broker, :mod:`~skewbench.bench.spark.ingest`) → worker stage
 (``applyInPandasWithState`` on W groups, worker *i* on partition *i* mod P: ``spark.sql.shuffle.partitions
-= P`` and the group key is a preimage, :func:`preimages`; P = W, or the machine's cores with the ``pack``
-lever, :func:`~skewbench.bench.spark.engine.worker_tasks`, and with ``defer-sleep`` one closing group more
-per task) → ``foreachBatch`` on the driver, which writes every batch's app outputs (Arrow) and worker
-metrics (Parquet).  The run ends when all N messages have been processed and every worker sent its
-final state; then ``app.combine`` (outputs + states) is compared with ``app.reference``.
+= P`` and the group key is a preimage, :func:`~skewbench.spark.groups.preimages`; P = W, or the machine's
+cores with the ``pack`` lever, :func:`~skewbench.bench.spark.engine.worker_tasks`, and with ``defer-sleep``
+one closing group more per task) → ``foreachBatch`` on the driver, which writes every batch's app outputs
+(Arrow) and worker metrics (Parquet).  The run ends when all N messages have been processed and every
+worker sent its final state; then ``app.combine`` (outputs + states) is compared with ``app.reference``.
 
 Written into ``DIR.partial`` and renamed to ``DIR`` when complete (an ``INCOMPLETE`` marker is left
 after a failure or Ctrl-C):
@@ -61,6 +61,7 @@ from skewbench.bench.broker import Broker, BrokerError
 from skewbench.bench.spark.ingest import PATHS, Ingest
 from skewbench.bench.spark.latency import batch_messages, first_arrival
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
+from skewbench.spark.groups import preimages
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_PYTHON = ROOT / ".venv-cluster" / "bin" / "python"
@@ -268,27 +269,6 @@ def check_live(config: Config, proto) -> None:
 
 
 # -- the query ------------------------------------------------------------------------------------------
-
-@functools.cache  # per session: a Spark job each run cost a bench's runs 0.7 s apiece
-def preimages(spark, count: int, partitions: int) -> np.ndarray:
-    """Distinct ``v[i]`` with ``pmod(hash(cast(v[i] as bigint)), partitions) == i % partitions``, computed by
-    Spark itself: worker *i* runs in task ``i % partitions`` (in task *i* when there are W partitions).
-
-    The group columns must then be bigint (an int literal hashes differently)."""
-    from pyspark.sql import functions as F
-
-    span, per = 64 * count, -(-count // partitions)
-    ids = spark.range(0, span, numPartitions=1)  # one task: the default (one per core) costs 100 tasks
-    found = (ids.select("id", F.expr(f"pmod(hash(id), {partitions})").alias("p")).groupBy("p")
-             .agg(F.slice(F.sort_array(F.collect_list("id")), 1, per).alias("v")).collect())
-    table = {row["p"]: row["v"] for row in found}
-    missing = [i for i in range(count) if len(table.get(i % partitions, ())) <= i // partitions]
-    if missing:
-        raise RuntimeError(f"no preimage below {span} for workers {missing}")
-    found = np.array([table[i % partitions][i // partitions] for i in range(count)], dtype=np.int64)
-    found.flags.writeable = False  # shared by the runs of a session
-    return found
-
 
 class Collector:
     """The ``foreachBatch`` function: writes each batch's outputs and metrics, keeps the last states

@@ -3,7 +3,7 @@ the W workers in P tasks), the app's state kept across batches; with the ``defer
 closing group more per task (:func:`close`), which sleeps for its task-mates.
 
 Spark runs it as ``groupBy("wg").applyInPandasWithState(...)`` with the preimage ``wg`` of the
-worker (:func:`~skewbench.bench.spark.run.preimages`) over the sources' bundles (one per source,
+worker (:func:`~skewbench.spark.groups.preimages`) over the sources' bundles (one per source,
 :mod:`~skewbench.bench.spark.source`).  Per micro-batch and worker: unpack the bundles, burn the injected
 delay for every row (store and probe copies alike, :func:`~skewbench.bench.spark.delay.burn`), then
 ``app.process`` the rows in ``seq`` order, and emit one row holding one pickled record: the metrics
