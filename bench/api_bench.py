@@ -53,6 +53,7 @@ SCHEMA = {
         "batch_rows": {"type": "integer", "minimum": 1},
         "batches": {"type": "integer", "minimum": 2},
         "seed": {"type": "integer", "minimum": 0},
+        "repeats": {"type": "integer", "minimum": 1, "maximum": 10},
     },
 }
 
@@ -74,17 +75,20 @@ class ApiStudy:
     batch_rows: int = 40_000
     batches: int = 5
     seed: int = 0
+    repeats: int = 1
     description: str = ""
     kind: str = "api"
 
-    def runs(self) -> list[tuple[float, str, str]]:
-        """Every (p1, operator, way) of the study; ``way`` is ``plain`` or a scheme."""
-        return [(p1, op, way) for p1 in self.p1 for op in self.operators for way in ["plain", *self.schemes]]
+    def runs(self) -> list[tuple[float, int, str, str]]:
+        """Every (p1, seed, operator, way) of the study; ``way`` is ``plain`` or a scheme; seeds ``seed`` to
+        ``seed + repeats - 1`` (each its own stream and routers)."""
+        return [(p1, seed, op, way) for p1 in self.p1 for seed in range(self.seed, self.seed + self.repeats)
+                for op in self.operators for way in ["plain", *self.schemes]]
 
 
 def load(path: str | Path) -> ApiStudy:
     """The study file at ``path``, validated whole before anything runs."""
-    from skewbench.spark import online_schemes
+    from skewbench.spark import balancer_schemes
 
     path = Path(path)
     try:
@@ -99,10 +103,10 @@ def load(path: str | Path) -> ApiStudy:
     except jsonschema.ValidationError as error:
         where = ".".join(str(p) for p in error.absolute_path) or "(top)"
         raise ApiBenchError(f"{path}: {where}: {error.message}") from None
-    unknown = sorted(set(doc.get("schemes", [])) - set(online_schemes()))
+    unknown = sorted(set(doc.get("schemes", [])) - set(balancer_schemes()))
     if unknown:
         raise ApiBenchError(f"{path}: schemes: {', '.join(unknown)} cannot balance a Spark job; "
-                            f"use some of {', '.join(online_schemes())}")
+                            f"use some of {', '.join(balancer_schemes())}")
     return ApiStudy(**doc)
 
 
@@ -118,9 +122,9 @@ def zipf_exponent(p1: float, keys: int) -> float:
     return (low + high) / 2
 
 
-def stream(study: ApiStudy, p1: float) -> pd.DataFrame:
+def stream(study: ApiStudy, p1: float, seed: int) -> pd.DataFrame:
     """The rows of one point: ``key`` (string, Zipf with the hottest key's share ``p1``) and ``value``."""
-    rng = np.random.default_rng([study.seed, round(p1 * 1e6)])
+    rng = np.random.default_rng([seed, round(p1 * 1e6)])
     ranks = np.arange(1, study.keys + 1, dtype=np.float64) ** -zipf_exponent(p1, study.keys)
     n = study.batch_rows * study.batches
     ids = rng.choice(study.keys, size=n, p=ranks / ranks.sum())
@@ -177,9 +181,10 @@ def balanced_query(balancer, rows_df, operator: str, cost_s: float):
     return balancer.per_key(routed, python_update(cost_s), "bigint")
 
 
-def run_one(spark, study: ApiStudy, p1: float, operator: str, way: str, files: Path, folder: Path,
-            reference: dict) -> dict:
-    """One run: the query to the end of the files, then its measurements and check."""
+def run_one(spark, study: ApiStudy, p1: float, seed: int, operator: str, way: str, files: Path, folder: Path,
+            reference: dict, sample) -> dict:
+    """One run: the query to the end of the files, then its measurements and check (``sample``: the keys a
+    scheme that plans a table plans on)."""
     from skewbench.spark import Balancer, merged
     from skewbench.spark.balancer import write_partials
 
@@ -192,7 +197,7 @@ def run_one(spark, study: ApiStudy, p1: float, operator: str, way: str, files: P
                                availableNow=True)
     else:
         balancer = Balancer("key", scheme=way, workers=study.workers, merge=_add, checkpoint=folder / "checkpoint",
-                            seed=study.seed)
+                            seed=seed, sample=sample)
         query = balancer.write(balanced_query(balancer, rows_df, operator, cost_s), folder / "out", availableNow=True)
     query.awaitTermination()
     wall = time.perf_counter() - began
@@ -207,7 +212,8 @@ def run_one(spark, study: ApiStudy, p1: float, operator: str, way: str, files: P
     if correct:  # the checkpoint and partials of a correct run only take room (an incorrect run's stay to see why)
         for part in ("checkpoint", "out"):
             shutil.rmtree(folder / part)
-    return {"p1": p1, "operator": operator, "way": way, "workers": study.workers, "sources": study.sources,
+    return {"p1": p1, "seed": seed, "operator": operator, "way": way, "workers": study.workers,
+            "sources": study.sources,
             "cost_ms": study.cost_ms, "rows": sum(p["numInputRows"] for p in progress), "batches": len(progress),
             "throughput_rows_per_s": sum(p["numInputRows"] for p in steady) / sum(durations),
             "latency_p50_s": statistics.median(durations), "wall_s": wall,
@@ -226,23 +232,44 @@ def _newest_partials(output: Path) -> int:
 
 
 def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
-    """Each run's throughput over the plain run's at the same p1 and operator."""
-    plain = table[table["way"] == "plain"].set_index(["p1", "operator"])["throughput_rows_per_s"]
-    return table.assign(over_plain=[row.throughput_rows_per_s / plain.get((row.p1, row.operator), np.nan)
+    """Each run's throughput over the plain run's of the same p1, seed and operator."""
+    plain = table[table["way"] == "plain"].set_index(["p1", "seed", "operator"])["throughput_rows_per_s"]
+    return table.assign(over_plain=[row.throughput_rows_per_s / plain.get((row.p1, row.seed, row.operator), np.nan)
                                     for row in table.itertuples()])
 
 
+#: Repeats whose throughputs' standard deviation exceeds this share of their mean are flagged (as pyperf does).
+UNSTABLE = 0.10
+
+
+def aggregate(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (operator, p1, way) over its repeats: medians, the ratio's range, and the spread."""
+    groups = table.groupby(["operator", "p1", "way"], sort=False)
+    rate = groups["throughput_rows_per_s"]
+    return pd.DataFrame({
+        "repeats": groups.size(), "rows/s": rate.median(), "x plain": groups["over_plain"].median(),
+        "x plain min": groups["over_plain"].min(), "x plain max": groups["over_plain"].max(),
+        "batch p50 s": groups["latency_p50_s"].median(), "state bytes": groups["state_bytes"].median(),
+        "partials": groups["partials"].median(), "spread": (rate.std(ddof=1) / rate.mean()).fillna(0.0),
+        "correct": groups["correct"].all()}).reset_index()
+
+
 def summary(table: pd.DataFrame) -> str:
-    """One block per operator: every p1 and way, throughput over plain beside."""
-    columns = {"p1": "p1", "way": "way", "throughput_rows_per_s": "rows/s", "over_plain": "x plain",
-               "latency_p50_s": "batch p50 s", "state_bytes": "state bytes", "partials": "partials",
-               "correct": "correct"}
+    """One block per operator (medians over the repeats, the ratio's range), then a warning naming the points
+    whose repeats disagree."""
+    agg = aggregate(table)
     parts = []
-    for operator, rows in table.groupby("operator", sort=False):
-        shown = rows[list(columns)].rename(columns=columns)
-        parts += [f"{operator}:", shown.to_string(index=False, formatters={"rows/s": "{:,.0f}".format,
-                                                                           "state bytes": "{:,.0f}".format},
-                                                  float_format="{:.2f}".format), ""]
+    for operator, rows in agg.groupby("operator", sort=False):
+        once = rows["repeats"].max() == 1
+        shown = rows.drop(columns=["operator", "spread"] + (["repeats", "x plain min", "x plain max"] if once else []))
+        title = f"{operator}:" if once else f"{operator} (medians of {int(rows['repeats'].max())} repeats):"
+        parts += [title, shown.to_string(index=False, formatters={"rows/s": "{:,.0f}".format, "state bytes":
+                                                                  "{:,.0f}".format, "partials": "{:,.0f}".format},
+                                         float_format="{:.2f}".format), ""]
+    unstable = agg[agg["spread"] > UNSTABLE]
+    if len(unstable):
+        named = ", ".join(f"{r.operator} p1 = {r.p1:g} {r.way} ({r.spread:.0%})" for r in unstable.itertuples())
+        parts.append(f"warning: repeats disagree (standard deviation over {UNSTABLE:.0%} of the mean rows/s): {named}")
     return "\n".join(parts)
 
 
@@ -253,8 +280,8 @@ def draw(table: pd.DataFrame, path: Path) -> None:
     import seaborn as sns
 
     grid = sns.relplot(data=table, x="p1", y="over_plain", hue="way", col="operator", kind="line", marker="o",
-                       height=3.2, aspect=1.2, facet_kws={"sharey": False})
-    grid.set_axis_labels("hottest key's share p1", "throughput / plain")
+                       estimator="median", errorbar=("pi", 100), height=3.2, aspect=1.2, facet_kws={"sharey": False})
+    grid.set_axis_labels("hottest key's share p1", "throughput / plain (median, range)")
     for ax in grid.axes.flat:
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     grid.figure.suptitle(f"skewbench.spark on the cluster (W = {table['workers'].iloc[0]})", y=1.03)
@@ -311,17 +338,19 @@ def measure(spark, study: ApiStudy, out: Path, log) -> list[dict]:
     """Every run of the study, after one unreported warm-up run (the JVMs' JIT, the Python workers)."""
     rows, runs = [], study.runs()
     with Progress(len(runs) + 1, log) as progress:
-        for p1 in study.p1:
-            data = stream(study, p1)
-            files = out / "streams" / f"p1-{p1:g}"
+        for p1, seed in dict.fromkeys((p1, seed) for p1, seed, *_ in runs):
+            data = stream(study, p1, seed)
+            files = out / "streams" / f"p1-{p1:g}-seed-{seed}"
             write_files(data, files, study)
             reference = data.groupby("key")["value"].sum().astype(np.int64).to_dict()
+            sample = data["key"].iloc[:study.batch_rows]  # the first micro-batch: what a table is planned on
             if not rows:
                 progress.step("warm-up (not reported)")
-                run_one(spark, study, p1, *runs[1][1:], files, out / "runs" / "warm-up", reference)
-            for _, operator, way in (r for r in runs if r[0] == p1):
-                progress.step(f"p1 = {p1:g} {operator} {way}")
-                folder = out / "runs" / f"p1-{p1:g}-{operator}-{way}"
-                rows.append(run_one(spark, study, p1, operator, way, files, folder, reference))
-            shutil.rmtree(files)  # made again from the study's seed
+                run_one(spark, study, p1, seed, *runs[1][2:], files, out / "runs" / "warm-up", reference, sample)
+            for *_, operator, way in (r for r in runs if r[:2] == (p1, seed)):
+                progress.step(f"p1 = {p1:g} seed {seed} {operator} {way}")
+                folder = out / "runs" / f"p1-{p1:g}-seed-{seed}-{operator}-{way}"
+                rows.append(run_one(spark, study, p1, seed, operator, way, files, folder, reference, sample))
+            shutil.rmtree(files)  # made again from the seed
+    (out / "streams").rmdir()
     return rows

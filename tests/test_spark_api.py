@@ -9,7 +9,7 @@ import pytest
 
 from skewbench.hashing import fingerprint, fingerprints
 from skewbench.scheme import make_scheme
-from skewbench.spark import Balancer, BalancerError, merged, online_schemes
+from skewbench.spark import Balancer, BalancerError, merged, balancer_schemes
 from skewbench.spark.routers import KEEP, SourceRouters, key_fingerprints
 
 
@@ -20,9 +20,9 @@ def balancer(tmp_path, **kw):
 
 @pytest.mark.parametrize("kw, says", [
     ({"scheme": "nope"}, "unknown scheme 'nope'"),
-    ({"scheme": "mixed"}, "needs a controller that moves keys' state"),
-    ({"scheme": "off-greedy"}, "needs the whole stream's key counts"),
-    ({"scheme": "pkg-global"}, "needs state shared by all sources"),
+    ({"scheme": "mixed"}, "plans a routing table from the keys' counts: give sample=keys"),
+    ({"scheme": "off-greedy"}, "plans a routing table from the keys' counts: give sample=keys"),
+    ({"scheme": "pkg-global"}, "needs every worker's true load at every source"),
     ({"scheme": "pkg", "merge": None}, "give merge=f"),
     ({"workers": 0}, "workers must be a whole number >= 1"),
     ({"params": "oops"}, "NAME=VALUE"),
@@ -39,7 +39,7 @@ def test_a_scheme_that_keeps_keys_whole_needs_no_merge_and_splitting_ones_say_ho
     assert balancer(tmp_path, scheme="kg", merge=None).replication == 1
     assert balancer(tmp_path, scheme="pkg").replication == 2
     assert balancer(tmp_path, scheme="wchoices", workers=8).replication == 8
-    assert "mixed" not in online_schemes() and {"pkg", "dchoices", "wchoices", "kg"} <= set(online_schemes())
+    assert "pkg-global" not in balancer_schemes() and {"pkg", "wchoices", "kg", "mixed"} <= set(balancer_schemes())
 
 
 def test_a_restart_with_another_scheme_or_w_is_refused_and_the_same_one_goes_on(tmp_path):
@@ -50,6 +50,20 @@ def test_a_restart_with_another_scheme_or_w_is_refused_and_the_same_one_goes_on(
         balancer(tmp_path, scheme="dchoices", workers=6)
     message = str(error.value)
     assert "scheme 'pkg' -> 'dchoices'" in message and "workers 4 -> 6" in message and "new checkpoint" in message
+
+
+@pytest.mark.parametrize("scheme", ["mixed", "gedik-readj", "off-greedy"])
+def test_a_scheme_that_plans_a_table_plans_it_on_the_sample_and_a_restart_keeps_it(tmp_path, scheme):
+    sample, later = hot_stream(seed=1), hot_stream(seed=2)
+    first = balancer(tmp_path, scheme=scheme, merge=None, sample=sample)
+    assert first.replication == 1  # a table keeps each key on one worker: no merge needed
+    routes = SourceRouters(first._proto, None).start(0, 0).route_many(key_fingerprints(later))
+    hashed = make_scheme("kg", workers=4).route_many(key_fingerprints(later))
+    assert first._proto.table_size() > 0  # the busiest worker: about hot's 30 % alone, where hashing piles on more
+    assert np.bincount(routes, minlength=4).max() < 0.4 * len(later) < np.bincount(hashed, minlength=4).max()
+    first._persist()
+    again = balancer(tmp_path, scheme=scheme, merge=None, sample=later[:50])  # another sample: the saved table
+    assert np.array_equal(SourceRouters(again._proto, None).start(0, 3).route_many(key_fingerprints(later)), routes)
 
 
 def hot_stream(n=3000, seed=1):

@@ -25,6 +25,9 @@ D-/W-Choices' many for the hottest keys) and merges the partial results downstre
   a per-key sequence that must see every row in order cannot be split: use ``kg`` or ``consistent``
   (one worker per key; no merge needed), and :class:`Balancer` refuses a splitting scheme without
   ``merge``.
+* **Tables planned once.**  A scheme that plans a routing table (Gedik's, Fang's, LLFD, Off-Greedy) plans
+  it on ``sample=`` before the query starts and keeps it (:func:`~skewbench.spark.balancer.planned`):
+  re-planning while the query runs would move keys' state.
 * **State up to d times per key.**  A split key's state lives on every worker that took some of its
   rows: up to ``replication`` copies of its partial.  Each worker keeps its keys' partials in one state
   entry, rewritten every micro-batch it gets rows.
@@ -46,6 +49,6 @@ D-/W-Choices' many for the hottest keys) and merges the partial results downstre
 W's workers run in ``spark.sql.shuffle.partitions`` tasks (worker *i* in task *i* mod P): set it to W.
 """
 
-from skewbench.spark.balancer import Balancer, BalancerError, merged, online_schemes
+from skewbench.spark.balancer import Balancer, BalancerError, merged, balancer_schemes
 
-__all__ = ["Balancer", "BalancerError", "merged", "online_schemes"]
+__all__ = ["Balancer", "BalancerError", "merged", "balancer_schemes"]

@@ -5,7 +5,8 @@ parameters, W, the seed — checks it against what the checkpoint was started wi
 four steps (:meth:`~Balancer.route`, :meth:`~Balancer.per_key`, :meth:`~Balancer.write`,
 :meth:`~Balancer.results`).  Where things live, under the query's ``checkpoint`` folder:
 
-* ``checkpoint/skewbench.json`` — the configuration (:data:`CONFIG`), written when the query first starts;
+* ``checkpoint/skewbench.json`` — the configuration (:data:`CONFIG`), written when a stream is first routed,
+  and ``scheme.pickle`` beside it, the router every source starts from (a planned table among them);
 * ``checkpoint/routers/`` — every source's router after its newest micro-batches (:mod:`.routers`);
 * ``checkpoint/query/`` — Spark's own checkpoint (offsets, commits, the state store).
 """
@@ -21,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 from skewbench.hashing import fingerprint
-from skewbench.scheme import make_scheme, parse_params
+from skewbench.scheme import Stats, make_scheme, parse_params
 from skewbench.spark.routers import SourceRouters, key_fingerprints
 
-CONFIG = "skewbench.json"
+CONFIG, SCHEME = "skewbench.json", "scheme.pickle"
 FORMAT = 1
 WORKER, GROUP, VALUE = "skewbench_worker", "skewbench_group", "value"
 KEY_TYPES = ("string", "binary", "tinyint", "smallint", "int", "bigint")
@@ -38,10 +39,12 @@ class Balancer:
     """Route a keyed stream with a skewbench scheme and run a per-key function on the split keys.
 
     ``key``: the column to balance on (string, binary or integer).  ``scheme``/``params``/``seed``: any
-    online scheme whose sources decide alone (``skewbench schemes`` lists them).  ``workers``: W, the
-    workers of the per-key stage.  ``merge(a, b)``: combines two partial results of one key; required
-    when the scheme may send a key to more than one worker.  ``checkpoint``: the query's folder, which
-    every executor must reach (a local or mounted path).
+    registered scheme but the global load oracle (:func:`balancer_schemes`).  ``workers``: W, the workers of
+    the per-key stage.  ``merge(a, b)``: combines two partial results of one key; required when the scheme
+    may send a key to more than one worker.  ``checkpoint``: the query's folder, which every executor must
+    reach (a local or mounted path).  ``sample``: for schemes that plan a routing table from statistics
+    (adaptive, offline), the keys to plan it on — a recent stretch of the key column, as the benchmark
+    plans on its stream's first tenth; the table is then fixed, and saved beside the checkpoint.
 
     >>> Balancer("word", scheme="pkg", workers=4, checkpoint="/tmp/unused")
     Traceback (most recent call last):
@@ -53,11 +56,12 @@ keeps every key on one worker: kg or consistent
     """
 
     def __init__(self, key: str, *, scheme: str = "pkg", workers: int, checkpoint: str | Path, merge=None,
-                 params: str = "", seed: int = 0):
+                 params: str = "", seed: int = 0, sample=None):
         self.key, self.scheme, self.workers, self.checkpoint = key, scheme, workers, checkpoint
         self.merge, self.params, self.seed = merge, params, seed
-        self._proto = _online_scheme(scheme, workers, seed, params)
         self._folder = _local_folder(checkpoint)
+        self._check_checkpoint()
+        self._proto = self._prototype(_usable_scheme(scheme, workers, seed, params), sample)
         self.replication = _replication(self._proto)
         if self.replication > 1 and merge is None:
             raise BalancerError(
@@ -65,13 +69,13 @@ keeps every key on one worker: kg or consistent
                 f"results must then be merged: give merge=f, where f(a, b) combines two partial results of one key "
                 f"(operator.add for counts and sums); a result that cannot be merged (an exact median, a distinct "
                 f"count) needs a scheme that keeps every key on one worker: kg or consistent")
-        self._check_checkpoint()
 
     # -- the job's steps -----------------------------------------------------------------------
     def route(self, df):
         """``df`` with each row's worker (``skewbench_worker``, int) and that worker's group key
         (``skewbench_group``, bigint: grouping by it runs worker *i* in shuffle partition *i* mod P).
-        Each input partition of ``df`` is one source with its own router."""
+        Each input partition of ``df`` is one source with its own router.  The configuration is saved beside
+        the checkpoint here, the first time (any query on the routed stream keeps it)."""
         from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
         from skewbench.spark.groups import preimages
@@ -85,6 +89,7 @@ keeps every key on one worker: kg or consistent
         spark = df.sparkSession
         self._partitions = int(self._saved().get("partitions") or spark.conf.get("spark.sql.shuffle.partitions"))
         groups = preimages(spark, self.workers, self._partitions)
+        self._persist()
         schema = StructType(df.schema.fields + [StructField(WORKER, IntegerType()), StructField(GROUP, LongType())])
         return df.mapInPandas(_router_function(self.key, SourceRouters(self._proto, self._folder / "routers"),
                                                groups), schema)
@@ -110,7 +115,6 @@ keeps every key on one worker: kg or consistent
         """Start the query: every micro-batch's partials go to ``output/partials/batch=B`` (Parquet),
         overwritten if Spark runs batch B again, so a replay writes the same files (idempotent).
         ``trigger``: as ``DataStreamWriter.trigger`` takes it (e.g. ``availableNow=True``)."""
-        self._persist()
         return write_partials(partials, output, self._folder / "query", **trigger)
 
     def results(self, output: str | Path) -> pd.Series:
@@ -140,11 +144,27 @@ keeps every key on one worker: kg or consistent
                 f"{'; '.join(changed)}: each key's state lives where the first configuration put it, so a "
                 f"restart must keep it. Start from a new checkpoint folder to change it")
 
+    def _prototype(self, proto, sample):
+        """The router every source starts from: the one the query started with (saved beside the checkpoint,
+        a table planned on the first start's sample among them), else ``proto``, planned on ``sample`` if it
+        plans a table."""
+        saved = self._folder / SCHEME
+        if saved.exists():
+            return pickle.loads(saved.read_bytes())
+        if not (proto.adaptive or proto.offline):
+            return proto
+        if sample is None:
+            raise BalancerError(f"scheme {self.scheme!r} plans a routing table from the keys' counts: give "
+                                f"sample=keys, a recent stretch of the {self.key!r} column (e.g. "
+                                f"spark.read.parquet(history).select({self.key!r}).toPandas()[{self.key!r}])")
+        return planned(proto, sample)
+
     def _persist(self) -> None:
         self._folder.mkdir(parents=True, exist_ok=True)
         path = self._folder / CONFIG
         if not path.exists():
             config = self.config() | {"partitions": getattr(self, "_partitions", None)}
+            (self._folder / SCHEME).write_bytes(pickle.dumps(self._proto))
             path.write_text(json.dumps(config, indent=1) + "\n")
 
 
@@ -175,7 +195,25 @@ def merged(output: str | Path, key: str, merge=None) -> pd.Series:
     return newest.groupby(key, sort=True)[VALUE].agg(combine).rename(VALUE)
 
 
-def _online_scheme(name: str, workers: int, seed: int, params: str):
+def planned(proto, sample):
+    """``proto`` with the routing table it plans on the keys ``sample`` (an offline scheme fitted on their
+    counts, an adaptive one rebalanced once on them, routed first by its hash function), as the benchmark's
+    pipeline plans on its stream's first tenth (:func:`skewbench.sources.prepare_scheme`)."""
+    fps = key_fingerprints(np.asarray(sample))
+    if not len(fps):
+        raise BalancerError("sample= holds no keys: give a recent stretch of the key column")
+    keys, counts = np.unique(fps, return_counts=True)
+    if proto.offline:
+        proto.fit(Stats(keys=keys, counts=counts.astype(np.float64), loads=np.zeros(proto.workers)))
+    if proto.adaptive:
+        loads = np.bincount(proto.route_many(fps), minlength=proto.workers).astype(np.float64)
+        plan = proto.rebalance(Stats(keys=keys, counts=counts.astype(np.float64), loads=loads))
+        if plan is not None:
+            proto.apply(plan)
+    return proto
+
+
+def _usable_scheme(name: str, workers: int, seed: int, params: str):
     """The scheme's prototype router; a scheme that needs what a user's stream cannot give is refused."""
     if not isinstance(workers, (int, np.integer)) or workers < 1:
         raise BalancerError(f"workers must be a whole number >= 1, got {workers!r}")
@@ -185,21 +223,23 @@ def _online_scheme(name: str, workers: int, seed: int, params: str):
         raise BalancerError(str(error)) from None
     except TypeError as error:  # a parameter the scheme does not take
         raise BalancerError(f"scheme {name!r} does not take the parameters {params!r} ({error})") from None
-    needs = ("the whole stream's key counts before it starts" if proto.offline else
-             "a controller that moves keys' state" if proto.adaptive else
-             "state shared by all sources" if proto.coupling != "local" else "")
-    if needs:
-        raise BalancerError(f"scheme {name!r} needs {needs}, which skewbench.spark does not provide: use an online "
-                            f"scheme whose sources decide alone: {', '.join(online_schemes())}")
+    if not _usable(type(proto)):
+        raise BalancerError(f"scheme {name!r} needs every worker's true load at every source, which the sources of "
+                            f"a Spark job do not share: use one of {', '.join(balancer_schemes())}")
     return proto
 
 
-def online_schemes() -> list[str]:
-    """The schemes :class:`Balancer` takes: online, each source routing alone."""
+def _usable(cls) -> bool:
+    """Sources that route alone, or by one table planned before the query starts (not a global load oracle)."""
+    return cls.coupling == "local" or cls.adaptive
+
+
+def balancer_schemes() -> list[str]:
+    """The schemes :class:`Balancer` takes: all but those that need a load oracle every source shares."""
     import skewbench.schemes  # noqa: F401  (registers every scheme)
     from skewbench.scheme import REGISTRY
 
-    return sorted(n for n, c in REGISTRY.items() if c.coupling == "local" and not c.adaptive and not c.offline)
+    return sorted(n for n, c in REGISTRY.items() if _usable(c))
 
 
 def _replication(proto) -> int:

@@ -45,7 +45,7 @@ class SourceRouters:
         earlier = [b for b in saved if batch is not None and b < batch]
         if earlier:
             return pickle.loads(saved[max(earlier)].read_bytes())
-        return self.proto.spawn()
+        return pickle.loads(pickle.dumps(self.proto)) if self.proto.adaptive else self.proto.spawn()  # spawn: no plan
 
     def keep(self, source: int, batch: int | None, router: Scheme) -> None:
         """Save ``router`` as it is after routing micro-batch ``batch``; forget all but the newest saved."""

@@ -1,7 +1,7 @@
-"""examples/balanced_wordcount.py on the local cluster, as the README runs it (spark-submit): the counts of a
-skewed stream equal a plain count, every word's partials sit on workers its scheme may send it to, the
-routing is the simulator's exactly, a rerun on new files goes on from the checkpoint, and a restart with
-another scheme is refused."""
+"""skewbench.spark on the local cluster: examples/balanced_wordcount.py as docs/spark-api.md runs it
+(spark-submit) counts a skewed stream exactly, routing every word as the simulator does, and refuses a restart
+with another scheme; a micro-batch that Spark runs again after a failure routes and counts as the first time;
+`skewbench api-bench` measures plain and balanced operators with the same answer."""
 import collections
 import os
 import subprocess
@@ -14,45 +14,36 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "balanced_wordcount.py"
 
 
-def texts(folder: Path, files: int, first: int = 0, seed: int = 0) -> list[list[str]]:
+def texts(folder: Path, files: int) -> list[list[str]]:
     """``files`` text files of Zipf-skewed words (the hottest a fifth of the words), one per micro-batch."""
-    rng, written = np.random.default_rng(seed + first), []
-    folder.mkdir(exist_ok=True)
-    for i in range(first, first + files):
+    rng, written = np.random.default_rng(0), []
+    folder.mkdir()
+    for i in range(files):
         words = [f"w{k}" for k in np.minimum(rng.zipf(1.6, 3000), 400)]
         (folder / f"part-{i:03d}.txt").write_text("\n".join(" ".join(words[j:j + 12]) for j in range(0, 3000, 12)))
         written.append(words)
     return written
 
 
-def submit(conf: Path, *args: str) -> subprocess.CompletedProcess:
+def submit(conf: Path, job: Path, *args) -> subprocess.CompletedProcess:
+    """``spark-submit JOB ARGS`` on the cluster of ``conf``, in .venv-cluster."""
     from skewbench.bench.spark.run import CLUSTER_PYTHON
 
     bin_dir = Path(CLUSTER_PYTHON).parent  # as after `. .venv-cluster/bin/activate`
     env = {**os.environ, "SPARK_CONF_DIR": str(conf), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run(["spark-submit", str(EXAMPLE), *args], cwd=ROOT, text=True, capture_output=True,
+    return subprocess.run(["spark-submit", str(job), *map(str, args)], cwd=ROOT, text=True, capture_output=True,
                           timeout=600, env=env)
 
 
-@pytest.mark.spark
-def test_the_example_job_counts_exactly_routes_as_the_simulator_and_keeps_its_scheme(spark_cluster, tmp_path):
-    from skewbench.hashing import fingerprints
-    from skewbench.scheme import make_scheme
-    from skewbench.spark import merged
-
-    batches = texts(tmp_path / "texts", 3)
-    done = submit(spark_cluster, str(tmp_path / "texts"), str(tmp_path / "out"), "--scheme", "pkg", "--workers", "4")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    words = [w for batch in batches for w in batch]
-    counts = merged(tmp_path / "out" / "counts", "word", sum_of)
-    assert counts.to_dict() == dict(collections.Counter(words))
-    assert collections.Counter(words).most_common(1)[0][0] in done.stdout  # the top ten printed
-
-    # One file is one micro-batch of one partition, read in order: source 0's router routes every word as the
-    # simulator's pkg routes the whole stream (its estimates carried from batch to batch), word for word.
+def routed_as_the_simulator(counts_dir: Path, words: list[str]) -> None:
+    """One file is one micro-batch of one partition, read in order: source 0's router routes every word as the
+    simulator's pkg routes the whole stream (its estimates carried from batch to batch), word for word."""
     import pandas as pd
 
-    partials = pd.read_parquet(tmp_path / "out" / "counts" / "partials")
+    from skewbench.hashing import fingerprints
+    from skewbench.scheme import make_scheme
+
+    partials = pd.read_parquet(counts_dir / "partials")
     partials = partials.sort_values("batch").drop_duplicates(["word", "skewbench_worker"], keep="last")
     routes = make_scheme("pkg", workers=4).route_many(fingerprints(np.array(words, dtype=object)))
     expected = collections.Counter(zip(words, routes.tolist()))
@@ -60,15 +51,71 @@ def test_the_example_job_counts_exactly_routes_as_the_simulator_and_keeps_its_sc
         index=False)} == dict(expected)
     assert partials.groupby("word")["skewbench_worker"].nunique().max() == 2  # the hot words were split
 
-    texts(tmp_path / "texts", 1, first=3)  # a fourth file: the job goes on from its checkpoint
-    again = submit(spark_cluster, str(tmp_path / "texts"), str(tmp_path / "out"), "--scheme", "pkg", "--workers", "4")
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    all_words = words + texts(tmp_path / "copy", 1, first=3)[0]
-    assert merged(tmp_path / "out" / "counts", "word", sum_of).to_dict() == dict(collections.Counter(all_words))
 
-    refused = submit(spark_cluster, str(tmp_path / "texts"), str(tmp_path / "out"), "--scheme", "dchoices",
+@pytest.mark.spark
+def test_the_example_job_counts_exactly_routes_as_the_simulator_and_keeps_its_scheme(spark_cluster, tmp_path):
+    from skewbench.spark import merged
+
+    batches = texts(tmp_path / "texts", 3)
+    done = submit(spark_cluster, EXAMPLE, tmp_path / "texts", tmp_path / "out", "--scheme", "pkg", "--workers", "4")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    words = [w for batch in batches for w in batch]
+    assert merged(tmp_path / "out" / "counts", "word", sum_of).to_dict() == dict(collections.Counter(words))
+    assert collections.Counter(words).most_common(1)[0][0] in done.stdout  # the top ten printed
+    routed_as_the_simulator(tmp_path / "out" / "counts", words)
+
+    refused = submit(spark_cluster, EXAMPLE, tmp_path / "texts", tmp_path / "out", "--scheme", "dchoices",
                      "--workers", "4")
     assert refused.returncode == 2 and "scheme 'pkg' -> 'dchoices'" in refused.stdout, refused.stdout[-2000:]
+
+
+# The example's query, whose driver dies once after writing micro-batch FAIL_AT's partials and before Spark
+# commits the batch: the restarted query runs that batch again.
+DYING_JOB = """\
+import operator, sys
+from pyspark.sql import SparkSession, functions as F
+from skewbench.spark import Balancer
+
+texts, out, fail_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+spark = SparkSession.builder.config("spark.sql.shuffle.partitions", 4).getOrCreate()
+lines = spark.readStream.option("maxFilesPerTrigger", 1).text(texts)
+words = lines.select(F.explode(F.split("value", " ")).alias("word")).where("word != ''")
+balancer = Balancer("word", scheme="pkg", workers=4, merge=operator.add, checkpoint=f"{out}/checkpoint")
+partials = balancer.per_key(balancer.route(words), lambda word, rows, total: (total or 0) + len(rows), "bigint")
+
+
+def commit(batch, batch_id):
+    batch.write.mode("overwrite").parquet(f"{out}/counts/partials/batch={batch_id}")
+    if batch_id == fail_at:
+        raise RuntimeError(f"the driver dies after writing batch {batch_id}")
+
+
+query = (partials.writeStream.outputMode("update").foreachBatch(commit).trigger(availableNow=True)
+         .option("checkpointLocation", f"{out}/checkpoint/query").start())
+try:
+    query.awaitTermination()
+except Exception:
+    sys.exit(3)
+"""
+
+
+@pytest.mark.spark
+def test_a_micro_batch_run_again_after_a_failure_routes_and_counts_exactly_once(spark_cluster, tmp_path):
+    """Batch 1 fails after its partials were written (the offsets logged, the batch not committed): the restarted
+    query runs it again from batch 0's saved routers, overwrites its partials and goes on — counts exact, every
+    word routed as the simulator routes the whole stream."""
+    from skewbench.spark import merged
+
+    words = [w for batch in texts(tmp_path / "texts", 3) for w in batch]
+    job = tmp_path / "dying_job.py"
+    job.write_text(DYING_JOB)
+    died = submit(spark_cluster, job, tmp_path / "texts", tmp_path / "out", "1")
+    assert died.returncode == 3, died.stdout[-3000:] + died.stderr[-3000:]
+    assert (tmp_path / "out" / "checkpoint" / "routers" / "source-0-batch-1.pickle").exists()  # the dead attempt's
+    again = submit(spark_cluster, job, tmp_path / "texts", tmp_path / "out", "-1")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert merged(tmp_path / "out" / "counts", "word", sum_of).to_dict() == dict(collections.Counter(words))
+    routed_as_the_simulator(tmp_path / "out" / "counts", words)
 
 
 def sum_of(a, b):
@@ -104,8 +151,9 @@ def test_api_bench_measures_plain_and_balanced_operators_with_the_same_answer(sp
     done = subprocess.run(command, cwd=ROOT, text=True, capture_output=True, timeout=900, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     table = pd.read_csv(out / "results.csv")
-    assert sorted(zip(table["operator"], table["way"])) == [("python", "pkg"), ("python", "plain"),
-                                                            ("sum", "pkg"), ("sum", "plain")]
+    assert (table["seed"] == 0).all()
+    assert sorted(zip(table["operator"], table["way"])) == [("python", "pkg"), ("python", "plain"), ("sum", "pkg"),
+                                                            ("sum", "plain")]
     assert table["correct"].all() and (table["rows"] == 4000).all()
     assert (table.loc[table["way"] == "plain", "over_plain"] == 1.0).all()
     assert (table.loc[table["way"] == "pkg", "partials"] > table.loc[table["way"] == "plain", "partials"].max()).all()
