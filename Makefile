@@ -12,9 +12,9 @@ BENCH_CORES   ?= 50
 BENCH_MEMORY  ?= 5g
 BENCH_EXECUTOR_MEMORY ?= 4g
 # The default studies (bench/studies/*.yaml); engine calibrates the predictions of the others.
-STUDIES       ?= engine matrix storm offered aggregation levers efficiency centre dkg fang naivebayes sustainable scaleout megaphone fang-live fang-theta advice
+STUDIES       ?= engine matrix storm offered aggregation levers efficiency centre emulation dkg fang naivebayes sustainable scaleout megaphone fang-live fang-theta advice
 
-.PHONY: setup browser test study study-tw speed bench api-bench report clean
+.PHONY: setup browser test fuzz study study-tw speed bench api-bench report clean
 
 setup: $(STAMP)
 
@@ -43,18 +43,32 @@ browser:  ## Debian's chromium + chromedriver for tests/test_html_report.py (apt
 # The tests without a cluster run on both cores (pytest-xdist) while the infrastructure's venvs are built; then
 # the cluster's tests: the pipeline's one at a time on their shared cluster (tests/spark/conftest.py), and
 # meanwhile the infrastructure's on clusters of their own, their output after (cluster-ups take turns at the
-# plays, which install into the shared .venv-cluster).
+# plays, which install into the shared .venv-cluster). What this machine cannot run is said first and, with
+# every skip counted, last (tests/skips.py); SKEWBENCH_NO_SKIP=1 (CI) makes a skip fail.
 INFRA_LOG := .cache/tests-infra.log
+SKIPS_LOG := .cache/tests-skipped.txt
+SKIPS_END := $(PY) tests/skips.py end $(SKIPS_LOG)
 
 test: setup browser  ## unit + conformance + analytical tests (the slowest listed: the suite must stay under 30 min)
-	@$(MAKE) --no-print-directory -f infra/cluster.mk infra-setup infra-lint-setup & venvs=$$!; \
+	@mkdir -p $(dir $(SKIPS_LOG)) && rm -f $(SKIPS_LOG) && $(PY) tests/skips.py start
+	@export SKEWBENCH_SKIPS=$(abspath $(SKIPS_LOG)); \
+	$(MAKE) --no-print-directory -f infra/cluster.mk infra-setup infra-lint-setup & venvs=$$!; \
 	$(PY) -m pytest -q -n 2 --durations=10 tests --ignore=tests/spark --ignore=tests/infra; unit=$$?; \
-	wait $$venvs && [ $$unit = 0 ]
-	@mkdir -p $(dir $(INFRA_LOG)); \
+	wait $$venvs && [ $$unit = 0 ] || { $(SKIPS_END); exit 1; }
+	@export SKEWBENCH_SKIPS=$(abspath $(SKIPS_LOG)); \
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 tests/infra > $(INFRA_LOG) 2>&1 & infra=$$!; \
 	$(PY) -m pytest -q --durations=20 tests/spark; spark=$$?; \
 	wait $$infra; infra=$$?; echo "--- tests/infra (run beside tests/spark; $(INFRA_LOG)):"; cat $(INFRA_LOG); \
-	[ $$spark = 0 ] && [ $$infra = 0 ]
+	$(SKIPS_END) && [ $$spark = 0 ] && [ $$infra = 0 ]
+
+# The fuzz tests of what users give (tests/test_fuzz.py, the file loaders' too), which `make test` runs with few fixed
+# examples: here from a fresh seed, printed first, with 20 times as many (SEED=N draws a run's examples again).
+FUZZ_TESTS := tests/test_fuzz.py tests/workloads/test_files_fuzz.py
+
+fuzz: setup  ## the fuzz tests with a fresh random seed and 20x the examples (SEED=N repeats a run)
+	@seed=$(if $(SEED),$(SEED),$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')); \
+	echo "fuzz: hypothesis seed $$seed (make fuzz SEED=$$seed draws the same examples)"; \
+	SKEWBENCH_FUZZ=1 $(PY) -m pytest -q -n 2 -p no:cacheprovider --hypothesis-seed=$$seed $(FUZZ_TESTS)
 
 study: setup  ## the papers' simulations at their sizes (MESSAGES=N caps every stream), into $(OUT)
 	$(VENV)/bin/skewbench study --out $(OUT) $(if $(MESSAGES),--messages $(MESSAGES))

@@ -26,7 +26,7 @@ import markdown
 import pandas as pd
 from markupsafe import Markup
 
-from skewbench.analysis.fidelity import COLUMNS, RULES, VERDICTS, totals
+from skewbench.analysis.fidelity import COLUMNS, RULES, VERDICTS, tiers, totals
 from skewbench.analysis.sections.common import SMOKE_RUN, smoke_run
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -89,22 +89,29 @@ def fmt(value) -> str:
 # --- the fidelity table ------------------------------------------------------------------------------
 
 def fidelity(folder: Path) -> dict | None:
-    """Rows, per-paper totals and the rules of ``fidelity.csv``; None when the folder has none."""
+    """Rows, per-paper totals and tiers, the changed recipes and the rules of ``fidelity.csv``; None when the
+    folder has none."""
     path = folder / "fidelity.csv"
     if not path.exists():
         return None
-    # an older fidelity.csv lacks the newer columns (text, rule): they read as blanks
+    # an older fidelity.csv lacks the newer columns (tier, measured_on, ...): they read as blanks
     table = pd.read_csv(path, dtype=str, keep_default_na=False).reindex(columns=list(COLUMNS), fill_value="")
     rows = [{"paper": r.paper, "entry": r.entry, "where": r.where, "paper_value": fmt(r.paper_value),
-             "our_value": fmt(r.our_value), "ratio": fmt(r.ratio), "runs": r.runs.removesuffix(".0"),
-             "verdict": r.verdict, "rule": r.rule, "slug": slug(r.verdict), "reason": r.reason,
-             "files": _files(folder, r.result_file), "text": r.text}
+             "our_value": fmt(r.our_value), "ratio": fmt(r.ratio), "tier": r.tier, "runs": r.runs.removesuffix(".0"),
+             "verdict": r.verdict, "rule": r.rule, "slug": slug(r.verdict), "measured_on": r.measured_on,
+             "work": r.work, "reason": r.reason, "caveat": r.caveat if r.caveat != r.reason else "",
+             "first": f"{r.first_verdict} ({fmt(r.first_value)})" if r.first_verdict else "", "change": r.change,
+             "fixed": r.fixed, "files": _files(folder, r.result_file), "text": r.text}
             for r in table.itertuples()]
     rows.sort(key=lambda row: row["verdict"] == "not measurable")  # results first, setup values last (stable)
-    counts = totals(table)
+    counts, tiered = totals(table), tiers(table)
     return {"rows": rows, "papers": sorted(table["paper"].unique()), "verdicts": VERDICTS, "rules": RULES,
+            "origins": sorted({r["measured_on"] for r in rows} - {""}),
             "totals_columns": [(c, _picks(c)) for c in counts.columns],
-            "totals": [(p, list(map(int, v))) for p, v in counts.iterrows()]}
+            "totals": [(p, list(map(int, v))) for p, v in counts.iterrows()],
+            "tiers_columns": list(tiered.columns), "tiers": [(p, list(map(int, v))) for p, v in tiered.iterrows()],
+            "changed": sum(1 for r in rows if r["change"]),
+            "figure": "fidelity.png" if (folder / "fidelity.png").is_file() else None}
 
 
 def _picks(column: str) -> tuple[str, str] | None:

@@ -14,12 +14,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
-import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from skewbench.analysis.sections import (  # noqa: E402
-    adaptive, advice, bench, dkg, engine, fang, faults, gedik, heterogeneous, ingest, live, newer, pkg, storm)
-from skewbench.analysis.sections.common import SMOKE_RUN, markdown, smoke_run  # noqa: E402
+    adaptive, advice, bench, dkg, emulation, engine, fang, faults, fidelity, gedik, heterogeneous, ingest, live, newer,
+    pkg, storm)
+from skewbench.analysis.sections.common import SMOKE_RUN, smoke_run  # noqa: E402
 
 
 def provenance(folder: Path) -> list[str]:
@@ -38,29 +38,16 @@ def provenance(folder: Path) -> list[str]:
             "Every CSV has a `.meta.json` beside it with the exact configuration.", ""]
 
 
-def fidelity_section(folder: Path) -> list[str]:
-    """Every published entry beside ours (``fidelity.csv``): the totals here, the rows in the CSV."""
-    from skewbench.analysis.fidelity import summary, totals, write_fidelity
-
-    table = pd.read_csv(write_fidelity(folder))
-    study = " and of the simulations in `study/`" if (folder / "study").is_dir() else ""
-    return ["## Fidelity: the papers' numbers beside ours",
-            f"Every entry of `analysis/published.yaml` measured by its recipe (`analysis/measures/`) against the "
-            f"result files of this folder{study}: {summary(table)}. `agrees` is split by the rule that decided it "
-            "(`agrees: ratio`, …; `analysis/measures/README.md` says what each means). One row per entry, with its "
-            "rule and the reason for every verdict that is not `agrees`, in [fidelity.csv](fidelity.csv).", "",
-            markdown(totals(table).reset_index()), ""]
-
-
-SECTIONS = (fidelity_section, bench.bench_results, pkg.table2, pkg.fig2, pkg.fig3, pkg.fig4, pkg.newer, dkg.dkg,
-            gedik.sections, fang.sections, adaptive.adaptive, adaptive.scale_out, storm.storm, storm.offered,
-            storm.aggregation, engine.levers, engine.efficiency, engine.centre, bench.dkg_spark, bench.fang_spark,
-            bench.naivebayes_spark, live.scaleout_spark, live.megaphone_spark, live.fang_live, live.fang_theta,
-            bench.sustainable_spark, ingest.ingest_spark, faults.faults_spark, newer.newer_sweep, newer.newer_schemes,
-            newer.dalton_claim, newer.newer_sources, newer.newer_skew, newer.newer_claims,
-            heterogeneous.heterogeneous_sim, heterogeneous.heterogeneous_spark, advice.advice_checked, provenance)
+SECTIONS = (bench.failed_runs, fidelity.fidelity_section, bench.bench_results, pkg.table2, pkg.fig2, pkg.fig3,
+            pkg.fig4, pkg.newer, dkg.dkg, gedik.sections, fang.sections, adaptive.adaptive, adaptive.scale_out,
+            storm.storm, storm.offered, storm.aggregation, engine.levers, engine.efficiency, engine.centre,
+            emulation.emulation, bench.dkg_spark, bench.fang_spark, bench.naivebayes_spark, live.scaleout_spark,
+            live.megaphone_spark, live.fang_live, live.fang_theta, bench.sustainable_spark, ingest.ingest_spark,
+            faults.faults_spark, newer.newer_sweep, newer.newer_schemes, newer.dalton_claim, newer.newer_sources,
+            newer.newer_skew, newer.newer_claims, heterogeneous.heterogeneous_sim, heterogeneous.heterogeneous_spark,
+            advice.advice_checked, provenance)
 # A smoke run's report (sections.common.SMOKE_RUN) lists its runs and draws no conclusions from them.
-SMOKE_SECTIONS = (bench.smoke_runs, provenance)
+SMOKE_SECTIONS = (bench.failed_runs, bench.smoke_runs, provenance)
 
 
 def write_report(folder: Path) -> Path:

@@ -309,8 +309,9 @@ def cluster(study: ApiStudy) -> tuple[str, dict]:
     return url, status
 
 
-def api_bench(study_path: str | Path, out: Path, log=sys.stderr) -> pd.DataFrame:
-    """Run every point of the study on the cluster of ``SPARK_CONF_DIR``; write ``out``'s tables and figure."""
+def api_bench(study_path: str | Path, out: Path, log=sys.stderr, warm_up: int = 1) -> pd.DataFrame:
+    """Run every point of the study on the cluster of ``SPARK_CONF_DIR``, after ``warm_up`` unreported runs;
+    write ``out``'s tables and figure."""
     from skewbench.bench.spark.run import session
 
     study = load(study_path)
@@ -322,31 +323,33 @@ def api_bench(study_path: str | Path, out: Path, log=sys.stderr) -> pd.DataFrame
     spark.conf.set("spark.sql.shuffle.partitions", study.workers)
     out.mkdir(parents=True)
     try:
-        rows = measure(spark, study, out, log)
+        rows = measure(spark, study, out, log, warm_up)
     finally:
         spark.stop()
     table = with_ratios(pd.DataFrame(rows))
     table.to_csv(out / "results.csv", index=False)
-    write_metadata(out / "results.csv", {"study": asdict(study), "cluster": {
+    write_metadata(out / "results.csv", {"study": asdict(study), "warm_up_runs": warm_up, "cluster": {
         "workers": len(status.get("workers", [])), "slots": sum(w["cores"] for w in status.get("workers", []))}})
     draw(table, out / "api.png")
     (out / "study.json").write_text(json.dumps(asdict(study), indent=1) + "\n")
     return table
 
 
-def measure(spark, study: ApiStudy, out: Path, log) -> list[dict]:
-    """Every run of the study, after one unreported warm-up run (the JVMs' JIT, the Python workers)."""
+def measure(spark, study: ApiStudy, out: Path, log, warm_up: int = 1) -> list[dict]:
+    """Every run of the study, after ``warm_up`` unreported runs of its second (the JVMs' JIT, the Python
+    workers: without them the first runs measure slow)."""
     rows, runs = [], study.runs()
-    with Progress(len(runs) + 1, log) as progress:
-        for p1, seed in dict.fromkeys((p1, seed) for p1, seed, *_ in runs):
+    with Progress(len(runs) + warm_up, log) as progress:
+        for point, (p1, seed) in enumerate(dict.fromkeys((p1, seed) for p1, seed, *_ in runs)):
             data = stream(study, p1, seed)
             files = out / "streams" / f"p1-{p1:g}-seed-{seed}"
             write_files(data, files, study)
             reference = data.groupby("key")["value"].sum().astype(np.int64).to_dict()
             sample = data["key"].iloc[:study.batch_rows]  # the first micro-batch: what a table is planned on
-            if not rows:
+            for n in range(warm_up if point == 0 else 0):
                 progress.step("warm-up (not reported)")
-                run_one(spark, study, p1, seed, *runs[1][2:], files, out / "runs" / "warm-up", reference, sample)
+                run_one(spark, study, p1, seed, *runs[min(1, len(runs) - 1)][2:], files,
+                        out / "runs" / ("warm-up" if n == 0 else f"warm-up-{n + 1}"), reference, sample)
             for *_, operator, way in (r for r in runs if r[:2] == (p1, seed)):
                 progress.step(f"p1 = {p1:g} seed {seed} {operator} {way}")
                 folder = out / "runs" / f"p1-{p1:g}-seed-{seed}-{operator}-{way}"

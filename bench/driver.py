@@ -19,15 +19,20 @@
 3. After every run: the simulator's prediction of the same point (:mod:`~skewbench.bench.prediction`,
    cached in ``DIR/sim/``), and ``DIR/results.csv.partial`` rebuilt from every complete run folder
    (at most once a minute: :data:`PARTIAL_EVERY_S`).
-4. When all runs are done: ``DIR/results.csv`` (one row per run, :data:`COLUMNS` first) and a
-   ``<study>.csv`` per study, each with provenance; ``DIR/engine_model.json``; the paper comparisons
-   the studies name (``<study>_vs_paper.json``); ``DIR/report.md``.
+4. When all runs are done: ``DIR/results.csv`` (one row per passed run, :data:`COLUMNS` first) and a
+   ``<study>.csv`` per study, each with provenance; ``DIR/failed.csv`` (:data:`FAILED_COLUMNS`): every failed
+   run — an answer other than the reference's, other work per worker than the simulator's, a message
+   counted twice, a message lost (:func:`run_failures`) — which enters no table, comparison, figure or
+   fidelity row; ``DIR/engine_model.json`` (fitted on passed runs only); the paper comparisons the studies
+   name (``<study>_vs_paper.json``, not for a study with a failed run); ``DIR/report.md``, its failed runs
+   first.  ``skewbench bench`` then exits 1 when a run failed.
 
 ``skewbench report DIR --rebuild`` (:func:`rebuild`) derives the tables again from the run folders, with
 this version's simulator, engine model and comparisons (e.g. after the model improved).
 
 ``--resume`` continues an interrupted bench (Ctrl-C, a crash, a reboot): the run folders are the
-truth, so a complete run is never run twice and an interrupted one (``.partial``) is run again;
+truth, so a finished run (complete, or failed with its reason) is never run twice and an interrupted one
+(``.partial``) is run again;
 ``DIR/plan.json`` records the studies and options, and a resume with others is refused.
 """
 
@@ -42,6 +47,7 @@ import time
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -78,9 +84,9 @@ SCRATCH = ("outputs", "checkpoint")
 
 def bench(paths: list[str], out: Path, resume: bool = False, profile: str = "default", order_seed: int = 0,
           engine_model: Path | None = None, warm_up_batches: int | None = None, ingest: str | None = None,
-          log=sys.stderr) -> pd.DataFrame:
-    """Run the studies into ``out`` (see the module docstring); returns the results table.  ``warm_up_batches``:
-    the warm-up run's micro-batches (None: :data:`WARM_UP_BATCHES`); ``ingest``: every run's stream comes in so
+          log=sys.stderr) -> Results:
+    """Run the studies into ``out`` (see the module docstring); returns the tables of passed and failed runs.
+    ``warm_up_batches``: the warm-up run's micro-batches (None: :data:`WARM_UP_BATCHES`); ``ingest``: every run's stream comes in so
     (``locust``: through the cluster's broker), whatever the study files say."""
     from skewbench.bench.spark.run import session
 
@@ -126,8 +132,8 @@ def _run_plan(spark, out: Path, studies: list[Study], profile: str, order_seed: 
         _announce_model(out, studies, how, log)
 
         def measure_all(phase: list[Study]) -> None:
-            for point in _ordered(studies_points(phase, out, profile), order_seed):
-                if not _complete(out, point):
+            for point in _ordered(studies_points(phase, out, profile, studies), order_seed):
+                if not _finished(out, point):
                     _measure(spark, out, point, studies, profile, interrupts, progress.step, _label(point))
 
         *phases, crowding = phases
@@ -136,7 +142,7 @@ def _run_plan(spark, out: Path, studies: list[Study], profile: str, order_seed: 
         with interrupts.raising():
             model = _model(out, studies, profile)  # the engine studies ran in the first phase
         for study in (s for s in studies if s.spec.get("sustainable")):
-            for base in study.points(profile):
+            for base in (p for p in study.points(profile) if _passed(out, p)):  # a failed peak starts no search
                 while (point := _search(out, studies, profile, base, model)[1]) is not None:
                     _measure(spark, out, point, studies, profile, interrupts, progress.step,
                              _label(point) + f" (sustainable search of {base.name})")
@@ -246,35 +252,35 @@ def _crowds(study: Study) -> bool:
     return any(not uses(levers, "packs") for levers in lever_sets)
 
 
-def studies_points(phase: list[Study], out: Path, profile: str) -> list[Point]:
-    """The points of a phase's studies; an ``offered_rate`` study's rate is read from the runs done."""
+def studies_points(phase: list[Study], out: Path, profile: str, studies: list[Study]) -> list[Point]:
+    """The points of a phase's studies; an ``offered_rate`` study's rate is read from the runs done (of
+    ``studies``)."""
     points = []
     for study in phase:
         source = study.spec.get("offered_rate")
-        points += study.points(profile, rate=_measured_rate(out, source) if source else None)
+        points += study.points(profile, rate=_measured_rate(out, source, studies, profile) if source else None)
     return points
 
 
-def _measured_rate(out: Path, source: dict) -> float:
-    """The median throughput of the complete runs of ``source['study']`` at that scheme and delay."""
-    rows = [json.loads((run / "summary.json").read_text()) for run in sorted((out / "runs").glob(f"{source['study']}-*"))
-            if (run / "summary.json").exists()]
-    at = [r["throughput_msgs_per_s"] for r in rows
-          if r["scheme"] == source["scheme"] and r["delay_ms"] == source["delay_ms"]]
-    if not at:
-        raise BenchError(f"offered_rate: no run of study {source['study']!r} with scheme {source['scheme']} at "
-                         f"{source['delay_ms']} ms to take the rate from")
-    return float(round(np.median(at)))
+def _measured_rate(out: Path, source: dict, studies: list[Study], profile: str) -> float:
+    """The median throughput of the passed runs of ``source['study']`` at that scheme and delay."""
+    measured = [p for s in studies if s.name == source["study"] for p in s.points(profile)
+                if p.scheme == source["scheme"] and p.delay_ms == source["delay_ms"] and _passed(out, p)]
+    if not measured:
+        raise BenchError(f"offered_rate: no passed run of study {source['study']!r} with scheme {source['scheme']} "
+                         f"at {source['delay_ms']} ms to take the rate from")
+    return float(round(np.median([_summary(out, p)["throughput_msgs_per_s"] for p in measured])))
 
 
 def _remaining(out: Path, phases: list[list[Study]], profile: str) -> int:
     """Runs still to do, at most (an offered study counts all its runs until its rate is measured, a
     sustainable-throughput search its most runs)."""
+    studies = [s for phase in phases for s in phase]
     planned = sum(len(s.points(profile)) for phase in phases for s in phase)
     searches = sum(len(s.points(profile)) * _search_settings(s, profile)[1] for phase in phases for s in phase
                    if s.spec.get("sustainable"))
     return (planned + searches  # at most: a search usually stops earlier
-            - sum(_complete(out, p) for phase in phases for p in studies_points_done(phase, out, profile)))
+            - sum(_finished(out, p) for phase in phases for p in studies_points_done(phase, out, profile, studies)))
 
 
 def _search_settings(study: Study, profile: str) -> tuple[float, int]:
@@ -285,15 +291,17 @@ def _search_settings(study: Study, profile: str) -> tuple[float, int]:
 
 
 def _search(out: Path, studies: list[Study], profile: str, base: Point,
-            model: EngineModel | None) -> tuple[list[tuple[Point, bool, float]], Point | None]:
+            model: EngineModel | None) -> tuple[list[tuple[Point, bool | None, float]], Point | None]:
     """A sustainable-throughput search of ``base`` replayed from the runs done: each run with its verdict
-    and backlog slope, and the next run (None when the search is over).  It starts from the simulator's
+    and backlog slope, and the next run (None when the search is over).  A failed run (:func:`_failures`)
+    ends the search, its verdict None: nothing it measured can be trusted, and neither can a rate found
+    without it.  It starts from the simulator's
     predicted capacity (the measured peak where no model predicts the point).  Through the broker it starts
     from the lower of the two: the prediction is the engine's alone, and locust and the broker, sharing
     the machine, carry about two thirds of it (the search steps up when its first rate is carried)."""
     seconds, max_runs = _search_settings(next(s for s in studies if s.name == base.study), profile)
     predicted = predict(base, cached_work(base, out / "sim"), model)["throughput"] if model is not None else np.nan
-    peak = json.loads((out / "runs" / base.name / "summary.json").read_text())["throughput_msgs_per_s"]
+    peak = _summary(out, base)["throughput_msgs_per_s"]
     if not np.isfinite(predicted):  # no model, or one of other levers
         start = peak
     else:
@@ -301,8 +309,10 @@ def _search(out: Path, studies: list[Study], profile: str, base: Point,
     tried: list[tuple[Point, bool, float]] = []
     while (rate := sustainable.next_rate([(p.rate, ok) for p, ok, _ in tried], start, max_runs)) is not None:
         point = replace(base, rate=rate, messages=max(1000, int(rate * seconds)))
-        if not _complete(out, point):
+        if not _finished(out, point):
             return tried, point
+        if _failures(out, point):
+            return [*tried, (point, None, np.nan)], None
         tried.append((point, *run_verdict(out / "runs" / point.name, point.rate, point.messages)))
     return tried, None
 
@@ -320,13 +330,13 @@ def run_verdict(folder: Path, rate: float, messages: int) -> tuple[bool, float]:
 
 
 def _model(out: Path, studies: list[Study], profile: str) -> EngineModel | None:
-    """The engine model fitted on the engine studies' complete runs; without one, the bench's own
+    """The engine model fitted on the engine studies' passed runs; without one, the bench's own
     ``engine_model.json`` (``--engine-model`` or the calibration); None while there is none yet."""
     engine = _engine_studies(studies)
     if not engine:
         path = out / "engine_model.json"
         return EngineModel.read(path) if path.exists() else None
-    rows = [run_row(p, out / "runs" / p.name) for s in engine for p in s.points(profile) if _complete(out, p)]
+    rows = [run_row(p, out / "runs" / p.name) for s in engine for p in s.points(profile) if _passed(out, p)]
     model = EngineModel.fit(pd.DataFrame(rows)) if rows else None
     if model is not None:
         model.source = f"the engine studies' {len(rows)} runs ({', '.join(s.name for s in engine)})"
@@ -373,16 +383,49 @@ def _calibrate(spark, out: Path | None, calibration: Calibration, progress, inte
     """Run what the cached calibration lacks, fit it, and make it this bench's ``engine_model.json`` (with an
     ``out``); says whether it ran or came from the cache."""
     ran = calibration.missing()
+    runs = calibration.folder / "runs"
     for point in ran:
         progress.step(_label(point))
-        _run(spark, calibration.folder / "runs", point, interrupts)
+        _run(spark, runs, point, interrupts)
     with interrupts.raising():
+        sim = calibration.folder / "sim"
+        failed = {} if calibration.model_path.exists() else {
+            p: reasons for p in calibration.points if (reasons := run_failures(p, runs / p.name, sim))}
+        if failed:
+            return _calibrated_without(out, calibration, failed)
         if not calibration.model_path.exists():
-            calibration.save(pd.DataFrame([run_row(p, calibration.folder / "runs" / p.name)
-                                           for p in calibration.points]))
+            calibration.save(pd.DataFrame([run_row(p, runs / p.name) for p in calibration.points]))
         if out is not None:
             shutil.copyfile(calibration.model_path, out / "engine_model.json")
     return "calibrated the engine now, and cached it" if ran else "the cached calibration (same cluster, code, design)"
+
+
+def _calibrated_without(out: Path | None, calibration: Calibration, failed: dict[Point, tuple[str, ...]]) -> str:
+    """A calibration some of whose runs failed: they leave the cache (the next calibration runs them again) for
+    the bench's ``runs/`` and failed.csv (:data:`CALIBRATION_FAILED`), and the model fitted on the others
+    predicts this bench alone, uncached.  :class:`~.run.RunFailed` when none passed, or with no bench (``out``
+    None: ``skewbench advise --calibrate``)."""
+    from skewbench.bench.spark.run import RunFailed
+
+    runs = calibration.folder / "runs"
+    said = "; ".join(f"{p.name}: {'; '.join(reasons)}" for p, reasons in failed.items())
+    if out is not None:
+        rows = [failed_row(p, reasons) for p, reasons in failed.items()]
+        (out / CALIBRATION_FAILED).write_text(json.dumps(rows, indent=1) + "\n")
+    for point in failed:
+        if out is None:
+            shutil.rmtree(runs / point.name)
+        else:
+            (out / "runs").mkdir(exist_ok=True)
+            shutil.move(runs / point.name, out / "runs" / point.name)
+    passed = [p for p in calibration.points if p not in failed]
+    if out is None or not passed:
+        raise RunFailed(f"{len(failed)} of {len(calibration.points)} engine-calibration runs failed: {said}")
+    model = EngineModel.fit(pd.DataFrame([run_row(p, runs / p.name) for p in passed]))
+    model.source = (f"calibration {calibration.folder} ({len(passed)} of its {len(calibration.points)} runs, not "
+                    f"cached: {len(failed)} failed)")
+    (out / "engine_model.json").write_text(json.dumps(model.to_json(), indent=2) + "\n")
+    return f"calibrated the engine now; {len(failed)} of its runs failed (failed.csv)"
 
 
 def cluster_model(studies: list[Study], log=sys.stderr) -> tuple[EngineModel, Path]:
@@ -421,7 +464,44 @@ def _ordered(points: list[Point], seed: int) -> list[Point]:
 
 
 def _complete(out: Path, point: Point) -> bool:
+    """Whether the point ran to its end (its ``summary.json``), passed or not."""
     return (out / "runs" / point.name / "summary.json").exists()
+
+
+def _finished(out: Path, point: Point) -> bool:
+    """Whether the point ran: to its end, or until it failed without one (its :data:`~.run.FAILED`)."""
+    from skewbench.bench.spark.run import FAILED
+
+    return _complete(out, point) or (out / "runs" / point.name / FAILED).exists()
+
+
+def _passed(out: Path, point: Point) -> bool:
+    """Whether the point ran and passed: its numbers may be reported."""
+    return _finished(out, point) and not _failures(out, point)
+
+
+def _failures(out: Path, point: Point) -> tuple[str, ...]:
+    """Why a finished point's run failed (none when it passed): :func:`run_failures` on its folder."""
+    return run_failures(point, out / "runs" / point.name, out / "sim")
+
+
+@functools.cache  # a finished run folder never changes, and the tables are rebuilt after every run
+def run_failures(point: Point, folder: Path, sim: Path) -> tuple[str, ...]:
+    """Why the finished run of ``point`` in ``folder`` failed, one line each (none when it passed): what its
+    driver said (:data:`~.run.FAILED`: lost messages), else an answer other than the reference's, a worker
+    whose work differs from the simulator's (simulated into ``sim``), messages counted twice
+    (:func:`~.summary.failures`)."""
+    from skewbench.bench.spark.run import FAILED
+    from skewbench.bench.spark.summary import failures
+
+    if (folder / FAILED).exists():
+        return tuple(json.loads((folder / FAILED).read_text())["reasons"])
+    work = cached_work(point, sim)
+    return tuple(failures(json.loads((folder / "summary.json").read_text()), (work.store.sum(0), work.probe.sum(0))))
+
+
+def _summary(out: Path, point: Point) -> dict:
+    return json.loads((out / "runs" / point.name / "summary.json").read_text())
 
 
 def _label(point: Point) -> str:
@@ -433,7 +513,8 @@ def _label(point: Point) -> str:
                     f", {point.migration} migration" if point.live and point.migration != "all-at-once" else "",
                     f", hand-over {point.handover}" if point.live and point.handover != "hold" else "",
                     f", faults {point.faults}" if point.faults else "",
-                    f", slow {point.slow}" if point.slow else ""])
+                    f", slow {point.slow}" if point.slow else "",
+                    f", delay {point.delay_mode}" if point.delay_mode != "auto" else ""])
     return (f"{point.study}: {point.app} {point.scheme} W={point.workers} S={point.sources} delay {point.delay_ms} ms "
             f"{point.workload} seed {point.seed}, {point.messages:,} messages{rate}{levers}{more}")
 
@@ -447,7 +528,8 @@ def config_of(point: Point, folder: Path):
                   aggregation_period=point.aggregation_period, levers=point.levers, out=str(folder),
                   rebalance_every=point.rebalance_every, schedule=point.schedule, migration=point.migration,
                   fluid_keys=point.fluid_keys, handover=point.handover, params=point.params, ingest=point.ingest,
-                  faults=point.faults, slow=point.slow)
+                  faults=point.faults, slow=point.slow,
+                  delay_mode=None if point.delay_mode == "auto" else point.delay_mode)
 
 
 WARM_UP_BATCHES = 40  # 5 left the next runs' engine cost per batch 0.4-0.5 s above the rest's (JIT, at W = 10)
@@ -468,8 +550,10 @@ def _warm_up(spark, slots: int, batches: int) -> None:
 
 def _run(spark, runs: Path, point: Point, interrupts) -> None:
     """One point on Spark into ``runs/<point>`` (an interrupted earlier attempt is removed first); a Ctrl-C
-    before or during it stops the bench, and the run counts only once complete."""
-    from skewbench.bench.spark.run import run
+    before or during it stops the bench, and the run counts only once complete.  A run that fails without
+    finishing (:class:`~.run.RunFailed`: a message lost) is kept as finished, with its reason in
+    :data:`~.run.FAILED`, and the bench goes on."""
+    from skewbench.bench.spark.run import RunFailed, run
 
     interrupts.check()
     folder = runs / point.name
@@ -478,7 +562,12 @@ def _run(spark, runs: Path, point: Point, interrupts) -> None:
         shutil.rmtree(partial)
     runs.mkdir(parents=True, exist_ok=True)
     check_disk(runs)
-    run(config_of(point, folder), spark=spark)
+    try:
+        run(config_of(point, folder), spark=spark)
+    except RunFailed as failure:
+        print(f"the run failed: {failure}", file=sys.stderr, flush=True)
+        (partial / "INCOMPLETE").unlink()
+        partial.rename(folder)
     for scratch in SCRATCH:
         shutil.rmtree(folder / scratch, ignore_errors=True)
 
@@ -516,7 +605,7 @@ def _write_partial(out: Path, studies: list[Study], profile: str) -> None:
     last = _partial_written.get(path)
     if path.exists() and last is not None and time.monotonic() - last < PARTIAL_EVERY_S:
         return
-    _results(out, studies, profile)[0].to_csv(path, index=False)
+    _results(out, studies, profile).table.to_csv(path, index=False)
     _partial_written[path] = time.monotonic()
 
 
@@ -547,6 +636,7 @@ def _run_row(point: Point, folder: Path) -> dict:
             "busy_per_copy_s": _busy_per_copy(folder) if point.delay_ms == 0 else np.nan,
             "ideal": ideal, "efficiency": s["throughput_msgs_per_s"] / ideal, "period": point.aggregation_period,
             "delay_mode": s["delay_mode"], "delay_error": s["delay"]["error"],
+            **{key: s[key] for key in ("work", "latency_source") if key in s},  # runs of older versions: derived
             "worker_messages": s["worker_messages"], "worker_probes": s["worker_probes"],
             "versions": s.get("versions", 1), "final_workers": s.get("final_workers", point.workers),
             **{key: s.get(key, 0) for key in ("migrations", "migrated_keys", "migrated_bytes")},
@@ -617,56 +707,101 @@ def _with_predictions(rows: pd.DataFrame, points: dict[str, Point], sim: Path,
     return rows, (model.to_json() if model else None)
 
 
-def _results(out: Path, studies: list[Study], profile: str) -> tuple[pd.DataFrame, dict | None]:
-    """Every complete run of the plan as one table (sustainable-throughput searches included, with
-    their verdicts), predictions beside."""
+class Results(NamedTuple):
+    """A bench's tables: ``table`` every passed run (results.csv), ``failed`` every failed one (failed.csv:
+    :data:`FAILED_COLUMNS`), ``model`` the engine model that predicted them (JSON)."""
+
+    table: pd.DataFrame
+    failed: pd.DataFrame
+    model: dict | None
+
+
+#: failed.csv's columns: the run, its study, the point's factors, and why it failed ("; " between reasons).
+FAILED_COLUMNS = ["run", "study", *(f for f in Point.__dataclass_fields__ if f != "study"), "search_of", "reasons"]
+#: The calibration runs of this bench that failed (rows of failed.csv), kept beside its engine_model.json.
+CALIBRATION_FAILED = "calibration-failed.json"
+
+
+def _results(out: Path, studies: list[Study], profile: str) -> Results:
+    """Every finished run of the plan (sustainable-throughput searches included, with their verdicts):
+    the passed ones as one table, predictions beside, and the failed ones with their reasons — with the runs
+    of a search that failed, and the bench's failed calibration runs."""
     engine = {s.name for s in _engine_studies(studies)}
-    points = {p.name: p for phase in _phases(studies) for p in studies_points_done(phase, out, profile)}
-    rows = [run_row(p, out / "runs" / name) for name, p in points.items() if _complete(out, p)]
+    points = {p.name: p for phase in _phases(studies) for p in studies_points_done(phase, out, profile, studies)}
+    passed = [p for p in points.values() if _passed(out, p)]
+    failed = [failed_row(p, _failures(out, p)) for p in points.values() if _finished(out, p) and _failures(out, p)]
+    rows = [run_row(p, out / "runs" / p.name) for p in passed]
     model = _model(out, studies, profile)
     for study in (s for s in studies if s.spec.get("sustainable")):
-        for base in (p for p in study.points(profile) if _complete(out, p)):
-            for point, ok, slope in _search(out, studies, profile, base, model)[0]:
+        for base in (p for p in study.points(profile) if _passed(out, p)):
+            tried = _search(out, studies, profile, base, model)[0]
+            if any(ok is None for _, ok, _ in tried):
+                failed += _failed_search(out, base, tried)
+                continue
+            for point, ok, slope in tried:
                 points[point.name] = point
                 rows.append(run_row(point, out / "runs" / point.name) | {"search_of": base.name, "sustainable": ok,
                                                                           "backlog_slope": slope})
+    calibration = out / CALIBRATION_FAILED
+    failed += json.loads(calibration.read_text()) if calibration.exists() else []
+    failed = pd.DataFrame(failed, columns=FAILED_COLUMNS)
     if not rows:
-        return pd.DataFrame(columns=COLUMNS), None
+        return Results(pd.DataFrame(columns=COLUMNS), failed, None)
     table = pd.DataFrame(rows)
     table["engine_study"] = table["study"].isin(engine)
     table, model = _with_predictions(table, points, out / "sim", model)
     table = table.drop(columns=["worker_messages", "worker_probes"])
-    return table[COLUMNS + [c for c in table.columns if c not in COLUMNS]], model
+    return Results(table[COLUMNS + [c for c in table.columns if c not in COLUMNS]], failed, model)
 
 
-def studies_points_done(phase: list[Study], out: Path, profile: str) -> list[Point]:
+def failed_row(point: Point, reasons: tuple[str, ...], search_of: str = "") -> dict:
+    """A row of failed.csv (:data:`FAILED_COLUMNS`)."""
+    return {"run": point.name, **asdict(point), "search_of": search_of or None, "reasons": "; ".join(reasons)}
+
+
+def _failed_search(out: Path, base: Point, tried: list[tuple[Point, bool | None, float]]) -> list[dict]:
+    """Every run of a sustainable search that failed at a run: that run with its reasons, the others with the
+    search's (the rate it would have found rests on the failed run)."""
+    broken = next(p for p, ok, _ in tried if ok is None)
+    return [failed_row(p, _failures(out, p) if ok is None else
+                       (f"its sustainable-throughput search failed at run {broken.name}",), base.name)
+            for p, ok, _ in tried]
+
+
+def studies_points_done(phase: list[Study], out: Path, profile: str, studies: list[Study]) -> list[Point]:
     """:func:`studies_points`, where an offered study whose rate is not measured yet has none."""
     try:
-        return studies_points(phase, out, profile)
+        return studies_points(phase, out, profile, studies)
     except BenchError:
-        return studies_points([s for s in phase if not s.spec.get("offered_rate")], out, profile)
+        return studies_points([s for s in phase if not s.spec.get("offered_rate")], out, profile, studies)
 
 
-def finish(out: Path, studies: list[Study], profile: str, context: dict) -> pd.DataFrame:
-    """Write the final tables, the engine model, the comparisons and the report (see the module docstring)."""
+def finish(out: Path, studies: list[Study], profile: str, context: dict) -> Results:
+    """Write the final tables, the engine model, the comparisons and the report (see the module docstring).
+    Only passed runs enter a table, and so a comparison, figure or fidelity row; the failed ones go to
+    ``failed.csv`` with their reasons, and a study with a failed run gets no comparison (its points are not
+    all measured)."""
     from skewbench.analysis.report import write_report
     from skewbench.bench import comparisons
     from skewbench.bench.provenance import write_metadata
 
-    table, model = _results(out, studies, profile)
+    results = _results(out, studies, profile)
+    table, failed = results.table, results.failed
     meta = {**context, "studies": {s.name: s.spec for s in studies}}
     for study in studies:
         part = table[table["study"] == study.name]
-        if part.empty:  # a rebuilt interrupted bench
+        if part.empty:  # a rebuilt interrupted bench, or every run failed
             continue
         part.to_csv(out / f"{study.name}.csv", index=False)
         write_metadata(out / f"{study.name}.csv", {**meta, "study": study.name})
         compare = study.spec.get("compare") if profile != "quick" else None  # a smoke run concludes nothing
-        done = all(_complete(out, p) for p in studies_points_done([study], out, profile))
+        done = all(_passed(out, p) for p in studies_points_done([study], out, profile, studies))
         if compare and done:  # (an interrupted bench, rebuilt, compares only its finished studies)
             result = comparisons.COMPARISONS[compare](part)
             (out / f"{study.name}_vs_paper.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "engine_model.json").write_text(json.dumps(model, indent=2) + "\n")
+    (out / "engine_model.json").write_text(json.dumps(results.model, indent=2) + "\n")
+    failed.to_csv(out / "failed.csv", index=False)
+    write_metadata(out / "failed.csv", meta)
     try:  # results.csv says the bench is complete: it stays only once the report is written too
         table.to_csv(out / "results.csv", index=False)
         write_metadata(out / "results.csv", meta)
@@ -675,10 +810,10 @@ def finish(out: Path, studies: list[Study], profile: str, context: dict) -> pd.D
         (out / "results.csv").unlink(missing_ok=True)
         raise
     (out / "results.csv.partial").unlink(missing_ok=True)
-    return table
+    return results
 
 
-def rebuild(out: Path) -> pd.DataFrame:
+def rebuild(out: Path) -> Results:
     """:func:`finish` again from ``out``'s run folders (see the module docstring); the files it would
     replace move to ``out/previous-<UTC time>-<random>/`` first, so no result is lost."""
     plan_path = out / "plan.json"
@@ -697,7 +832,8 @@ def rebuild(out: Path) -> pd.DataFrame:
     meta = out / "results.csv.meta.json"
     context = json.loads(meta.read_text())["config"] if meta.exists() else {}
     context = {k: v for k, v in context.items() if k in ("master", "slots")}
-    inputs = {"plan.json"} | (set() if _engine_studies(studies) else {"engine_model.json"})  # a model given or calibrated
+    inputs = {"plan.json"} | (set() if _engine_studies(studies) else {"engine_model.json", CALIBRATION_FAILED})  # a
+    # model given or calibrated, and the calibration runs it is not fitted on
     derived = [f for f in out.iterdir() if f.is_file() and f.name not in inputs]
     previous = Path(tempfile.mkdtemp(prefix=f"previous-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-", dir=out))
     for f in derived:

@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists() and any(args.out.iterdir()):
         print(f"error: {args.out} already holds results; choose a new --out", file=sys.stderr)
         return 2
+    args.out.mkdir(parents=True, exist_ok=True)  # an experiment that writes its own table needs the folder
     began = time.monotonic()
     try:
         for i, (name, experiment) in enumerate(chosen.items(), 1):

@@ -26,6 +26,8 @@ runs; ``""`` never), ``migration`` (``all-at-once`` | ``fluid``), ``fluid_keys``
 cluster's broker, :mod:`~skewbench.bench.spark.ingest`), ``faults`` (``"worker@0.3+3"``: nodes killed during
 the run, :mod:`~skewbench.bench.spark.faults`; no ``driver`` fault: a bench's runs share one driver),
 ``slow`` (a worker-speed profile, ``"1@0.5"``: one worker at half speed, :mod:`skewbench.speeds`),
+``delay_mode`` (``spin``: the injected delay burnt on a core; ``sleep``: slept; ``auto``, the default: spin where
+every worker has a core, :mod:`~skewbench.bench.spark.delay`),
 ``batch_rows`` / ``batch_rows_per_worker``.
 ``design: cross`` runs every combination; ``design: around`` runs the *centre* (the first value of every factor) and,
 for each factor, its other values with every other factor at the centre (Montgomery's one-factor-at-a-time).
@@ -44,9 +46,10 @@ in those profiles (``--quick``: a smoke run of minutes; ``--full``: a bigger clu
 runs per search): after every point ran as fast as it goes (its peak), a search for its sustainable
 throughput (:mod:`~skewbench.bench.sustainable`).
 
-:func:`load` validates a file completely before anything runs: a JSON Schema for shapes and ranges
-(``jsonschema``, which names the offending key), then what needs the library (app, scheme and
-workload names, a workload an app can read, word count's T).  Every error is one
+:func:`load` validates a file completely before anything runs: UTF-8 text, a JSON Schema for shapes and
+ranges (``jsonschema``, which names the offending key; every number has a most, :mod:`skewbench.bounds`), no
+NaN or infinity anywhere (which JSON Schema's ranges let through), then what needs the library (app, scheme and
+workload names, a workload an app can read, word count's T, a schedule's W).  Every error is one
 :class:`StudyError` line ``FILE: KEY: what is wrong``.
 """
 
@@ -61,19 +64,21 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from skewbench import bounds
 from skewbench.bench.comparisons import COMPARISONS
+from skewbench.bench.spark.delay import MODES as DELAY_MODES
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT, LeverError, canonical, parse as parse_levers
 from skewbench.bench.spark.faults import FaultError, parse_all as parse_faults
 from skewbench.bench.spark.ingest import PATHS as INGEST_PATHS
-from skewbench.migration import HANDOVERS, STRATEGIES
+from skewbench.migration import HANDOVERS, STRATEGIES, parse_schedule
 from skewbench.speeds import SpeedError, check as check_speeds
 
 FACTORS = ("apps", "schemes", "workers", "sources", "delay_ms", "workloads", "rate", "aggregation_period",
            "split", "levers", "rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params",
-           "ingest", "faults", "slow", "batch_rows", "batch_rows_per_worker")
-MAX_WORKERS = 1000
+           "ingest", "faults", "slow", "delay_mode", "batch_rows", "batch_rows_per_worker")
+MAX_WORKERS = bounds.MAX_CLUSTER_WORKERS
 PROFILES = ("quick", "default", "full")
-MAX_DELAY_MS = 100
+MAX_DELAY_MS = bounds.MAX_DELAY_MS
 
 
 def _list_of(item: dict) -> dict:
@@ -82,36 +87,41 @@ def _list_of(item: dict) -> dict:
 
 
 _NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"}
-_COUNT = {"type": "integer", "minimum": 1}
+_COUNT = bounds.COUNT.schema()
+_WORKERS = bounds.Range(1, MAX_WORKERS, integer=True)
+_BATCHES = bounds.Range(0, bounds.MAX_BATCHES, integer=True)  # 0: never
 _FACTOR_ITEMS = {
     "apps": {"type": "string"},
     "schemes": {"type": "string"},
-    "workers": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
-    "sources": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
-    "delay_ms": {"type": "number", "minimum": 0, "maximum": MAX_DELAY_MS},
+    "workers": _WORKERS.schema(),
+    "sources": _WORKERS.schema(),
+    "delay_ms": bounds.Range(0, MAX_DELAY_MS).schema(),
     "workloads": {"type": "string", "minLength": 1},
-    "rate": {"type": "number", "minimum": 0},
-    "aggregation_period": {"type": "integer", "minimum": 0},
+    "rate": bounds.Range(0, bounds.MAX_RATE).schema(),
+    "aggregation_period": _BATCHES.schema(),
     "split": {"enum": ["shuffle", "key"]},
     "levers": {"type": "string", "minLength": 1},
-    "rebalance_every": {"type": "integer", "minimum": 0},
+    "rebalance_every": _BATCHES.schema(),
     "schedule": {"type": "string"},
     "migration": {"enum": list(STRATEGIES)},
-    "fluid_keys": {"type": "integer", "minimum": 0},
+    "fluid_keys": bounds.Range(0, bounds.MAX_KEYS, integer=True).schema(),
     "handover": {"enum": list(HANDOVERS)},
     "params": {"type": "string"},
     "ingest": {"enum": list(INGEST_PATHS)},
     "faults": {"type": "string"},
     "slow": {"type": "string"},
+    "delay_mode": {"enum": ["auto", *DELAY_MODES]},
     "batch_rows": _COUNT,
     "batch_rows_per_worker": _COUNT,
 }
-_SIZES = {"messages": _COUNT, "batches": {"type": "integer", "minimum": 2}, "repeats": _COUNT}
+_SIZES = {"messages": _COUNT, "batches": bounds.Range(2, bounds.MAX_BATCHES, integer=True).schema(),
+          "repeats": bounds.REPEATS.schema()}
 _POINT = {"type": "object", "additionalProperties": False,
           "properties": {k: _list_of(_FACTOR_ITEMS[k]) for k in FACTORS}}
 _SUSTAINABLE = {"oneOf": [{"type": "boolean"},
                           {"type": "object", "additionalProperties": False,
-                           "properties": {"seconds": {"type": "number", "minimum": 2}, "runs": _COUNT}}]}
+                           "properties": {"seconds": bounds.Range(2, 86_400).schema(),
+                                          "runs": bounds.Range(1, 1000, integer=True).schema()}}]}
 #: The study file's JSON Schema (shapes and ranges; names are checked against the registries after it).
 SCHEMA = {
     "type": "object",
@@ -143,19 +153,20 @@ SCHEMA = {
 DEFAULTS = {"sources": [1], "delay_ms": [0.0], "workloads": [None], "rate": [0.0], "aggregation_period": [0],
             "split": ["shuffle"], "levers": [LEVERS_DEFAULT], "rebalance_every": [0], "schedule": [""],
             "migration": ["all-at-once"], "fluid_keys": [0], "handover": ["hold"], "params": [""], "ingest": ["engine"],
-            "faults": [""], "slow": [""], "repeats": 1,
+            "faults": [""], "slow": [""], "delay_mode": ["auto"], "repeats": 1,
             "design": "cross",
             "batches": 5}
 #: Factors added after benches were first kept: a saved plan without them resumes (``bench.driver``).
 LATER_FACTORS = ("rebalance_every", "schedule", "migration", "fluid_keys", "handover", "params", "ingest", "faults",
-                 "slow")
+                 "slow", "delay_mode")
 #: Live routing's factors (:mod:`skewbench.migration`) at their static values.
 STATIC = {"rebalance_every": 0, "schedule": "", "migration": "all-at-once", "fluid_keys": 0, "handover": "hold"}
 #: The lever set of a study saved before levers existed (a kept bench's plan.json): Spark as configured.
 LEVERS_BEFORE = "none"
 #: Fields a point gained after runs were first named, at the values that mean "as before": there they stay
 #: out of the name's digest, so a run made earlier keeps its name.
-LATER_FIELDS = {"levers": LEVERS_BEFORE, **STATIC, "params": "", "ingest": "engine", "faults": "", "slow": ""}
+LATER_FIELDS = {"levers": LEVERS_BEFORE, **STATIC, "params": "", "ingest": "engine", "faults": "", "slow": "",
+                "delay_mode": "auto"}
 
 
 class StudyError(ValueError):
@@ -189,6 +200,7 @@ class Point:
     ingest: str = "engine"  # or "locust": the stream through the cluster's broker (bench.spark.ingest)
     faults: str = ""  # "KIND@AT+DOWN,...": nodes killed during the run (bench.spark.faults)
     slow: str = ""  # a worker-speed profile, "1@0.5" (skewbench.speeds): "" every worker at full speed
+    delay_mode: str = "auto"  # spin or sleep the injected delay; auto: spin where every worker has a core
 
     @property
     def name(self) -> str:
@@ -265,7 +277,7 @@ class Study:
                      aggregation_period=c["aggregation_period"], split=c["split"], seed=seed,
                      levers=canonical(c.get("levers", LEVERS_BEFORE)), params=c.get("params", ""),
                      ingest=c.get("ingest", "engine"), faults=c.get("faults", ""), slow=c.get("slow", ""),
-                     **_live_factors(c))
+                     delay_mode=c.get("delay_mode", "auto"), **_live_factors(c))
 
 
 def _live_factors(c: dict) -> dict:
@@ -358,6 +370,11 @@ def _check_block(path: Path, spec: dict, prefix: str) -> None:
                 make_scheme(scheme, 2, **parse_params(params))
             except (TypeError, ValueError) as exc:
                 raise _fail(path, prefix + "params", f"scheme {scheme!r}: {exc}") from None
+    for schedule in filter(None, spec["schedule"]):
+        try:
+            bounds.check_schedule(parse_schedule(schedule), _WORKERS, bounds.MAX_BATCHES)
+        except ValueError as exc:
+            raise _fail(path, prefix + "schedule", str(exc)) from None
     for levers in spec["levers"]:
         try:
             parse_levers(levers)
@@ -416,9 +433,11 @@ def load(path: str | Path) -> Study:
     """Read and validate one study file (:class:`StudyError` on the first problem)."""
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise StudyError(f"{path}: cannot read the study file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise StudyError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8") from None
     except yaml.YAMLError as exc:
         raise StudyError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     return from_spec(doc, path)
@@ -435,6 +454,9 @@ def from_spec(doc, path: Path) -> Study:
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc))
     if error is not None:
         raise _schema_error(path, error)
+    found = bounds.non_finite(doc)  # JSON Schema's ranges let NaN through
+    if found:
+        raise _fail(path, _key(found[0]), f"must be a finite number, got {found[1]}")
     spec = {**DEFAULTS, **doc}
     spec = {k: _as_list(v) if k in FACTORS else v for k, v in spec.items()}
     if "batch_rows" not in spec and "batch_rows_per_worker" not in spec:

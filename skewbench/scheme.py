@@ -34,6 +34,9 @@ fingerprints (:mod:`skewbench.hashing`).
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -229,27 +232,81 @@ def choice_pairs(choices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def parse_params(text: str) -> dict:
     """A scheme's parameters written ``"theta=0.02,table_max=3000"`` (as study files and ``--param`` give them):
-    ints and floats as numbers, the rest as strings; ``""`` is none.  ``ValueError`` otherwise."""
+    ints and floats as numbers (:func:`param_value`), the rest as strings; ``""`` is none.  ``ValueError``
+    otherwise."""
     params = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, eq, value = item.partition("=")
         if not (eq and key.strip()):
             raise ValueError(f"scheme parameters are NAME=VALUE pairs like theta=0.02,table_max=3000, got {text!r}")
-        params[key.strip()] = param_value(value.strip())
+        try:
+            params[key.strip()] = param_value(value.strip())
+        except ValueError as exc:
+            raise ValueError(f"parameter {key.strip()} {exc}") from None
     return params
 
 
 def param_value(text: str):
+    """``text`` as an int, else a float, else the string itself; ``ValueError`` for NaN and infinities."""
+    from skewbench.bounds import Range, echo
+
     for cast in (int, float):
         try:
-            return cast(text)
+            value = cast(text)
         except ValueError:
-            pass
+            continue
+        if not math.isfinite(value):
+            raise ValueError(f"must be {Range()}, got {echo(text)}")
+        return value
     return text
 
 
+@functools.cache
+def _signature(cls: type[Scheme]) -> dict[str, inspect.Parameter]:
+    """A scheme's keyword parameters beyond W and the seed, their annotations evaluated: its constructor's and
+    those a subclass passes on with ``**params`` to its parents'."""
+    found: dict[str, inspect.Parameter] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        signature = inspect.signature(klass.__init__, eval_str=True).parameters.values()
+        found |= {p.name: p for p in signature if p.default is not inspect.Parameter.empty
+                  and p.name not in ("seed", *found)}
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature):
+            break
+    return found
+
+
+def parameters(cls: type[Scheme]) -> dict:
+    """A scheme's parameters with their defaults."""
+    return {name: p.default for name, p in _signature(cls).items()}
+
+
+def _kinds(annotation) -> set[type]:
+    """The types an annotation allows (``int | None`` → {int, NoneType}); empty when it does not say."""
+    if annotation is inspect.Parameter.empty:
+        return set()
+    return {t for t in getattr(annotation, "__args__", (annotation,)) if isinstance(t, type)}
+
+
+def check_param(cls: type[Scheme], name: str, value) -> None:
+    """``TypeError`` for a value of a kind the parameter's annotation does not allow: text for a number, a
+    fraction for an integer, a number for text (a parameter it does not take: the constructor's own error)."""
+    if name not in _signature(cls) or not isinstance(value, (str, int, float)):
+        return
+    kinds = _kinds(_signature(cls)[name].annotation)
+    numeric = kinds & {int, float}
+    if not kinds & {int, float, str} or type(value) in kinds or (isinstance(value, int) and float in kinds):
+        return
+    if isinstance(value, float) and int in kinds and value.is_integer():
+        return
+    wanted = ("an integer" if numeric == {int} else "a number") if numeric else "text"
+    raise TypeError(f"parameter {name} must be {wanted}, got {value!r}")
+
+
 def make_scheme(name: str, workers: int, seed: int = 0, **params) -> Scheme:
-    """Instantiate a registered scheme by name, with a clear error for unknown names."""
+    """Instantiate a registered scheme by name, with a clear error for unknown names and for parameters of the
+    wrong kind (:func:`check_param`)."""
     import skewbench.schemes  # noqa: F401  (registers every scheme)
 
     try:
@@ -257,4 +314,6 @@ def make_scheme(name: str, workers: int, seed: int = 0, **params) -> Scheme:
     except KeyError:
         known = " ".join(sorted(REGISTRY))
         raise ValueError(f"unknown scheme {name!r}; known schemes: {known}") from None
+    for key, value in params.items():
+        check_param(cls, key, value)
     return cls(workers, seed=seed, **params)

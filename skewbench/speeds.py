@@ -26,8 +26,11 @@ import math
 
 import numpy as np
 
+from skewbench.bounds import BoundsError, Range
+
 #: Speeds a profile may give (a worker 100× slower than the rest is a failed one, not a slow one).
 SLOWEST, FASTEST = 0.01, 100.0
+_SPEED, _PERCENT = Range(SLOWEST, FASTEST), Range(0, 100, above=True)
 
 
 class SpeedError(ValueError):
@@ -51,18 +54,24 @@ def parse(profile: str, workers: int) -> np.ndarray:
 def _part(part: str, workers: int) -> tuple[int, float]:
     """``COUNT@SPEED`` or ``PERCENT%@SPEED`` → (workers, speed)."""
     how_many, sep, speed_text = part.partition("@")
+    percent = how_many.endswith("%")
     try:
         if not sep:
             raise ValueError
         speed = float(speed_text)
-        count = (max(1, math.floor(float(how_many[:-1]) * workers / 100 + 0.5)) if how_many.endswith("%")
-                 else int(how_many))
+        count = float(how_many[:-1]) if percent else int(how_many)
     except ValueError:
         raise SpeedError(f"speed profile part {part!r}: write COUNT@SPEED or PERCENT%@SPEED, e.g. 1@0.5 (one "
                          f"worker at half speed) or 20%@0.5") from None
-    if count < 1 or not SLOWEST <= speed <= FASTEST:
-        raise SpeedError(f"speed profile part {part!r}: the count must be >= 1 and the speed within "
-                         f"{SLOWEST:g}..{FASTEST:g}")
+    try:
+        _SPEED.check(speed)
+        if percent:  # of the workers, at least one
+            count = max(1, math.floor(_PERCENT.check(count) * workers / 100 + 0.5))
+        elif count < 1:
+            raise BoundsError
+    except BoundsError:
+        raise SpeedError(f"speed profile part {part!r}: the count must be >= 1 (a percentage in 0..100) and the "
+                         f"speed within {SLOWEST:g}..{FASTEST:g}") from None
     return count, speed
 
 

@@ -62,7 +62,7 @@ def test_it_names_the_engine_model_it_was_given(tmp_path, capsys, trace):
 
 @pytest.mark.parametrize("argv, message", [
     (["--workload", "zipf:z=1.0,keys=100", "--schemes", "kg,nope"], "unknown scheme 'nope'"),
-    (["--workload", "zipf:z=1.0,keys=100", "--workers", "0"], "--workers values must be >= 1"),
+    (["--workload", "zipf:z=1.0,keys=100", "--workers", "0"], "--workers values must be an integer in 1..1,000, got 0"),
     (["--workload", "zipf:nonsense=1"], "nonsense"),
     (["--workload", "file:path=/no/such/trace.csv"], "/no/such/trace.csv"),
     (["--workload", "zipf:z=1.0,keys=100", "--engine-model", "/no/model.json"], "cannot read the engine model"),

@@ -45,6 +45,14 @@ def test_the_cli_refuses_a_bad_study_before_asking_for_a_cluster(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_the_cli_refuses_a_negative_warm_up_before_asking_for_a_cluster(tmp_path):
+    study = ROOT / "bench" / "studies" / "api.yaml"
+    done = subprocess.run([sys.executable, "-m", "skewbench.cli", "api-bench", str(study), "--out",
+                           str(tmp_path / "out"), "--warm-up", "-1"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and "--warm-up" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("p1", [0.05, 0.2, 0.5])
 def test_the_stream_gives_its_hottest_key_the_share_asked(p1):
     study = ApiStudy(name="t", p1=[p1], keys=500, batch_rows=20_000, batches=3)

@@ -40,8 +40,8 @@ def test_existing_results_are_not_overwritten(tmp_path, capsys):
 
 @pytest.mark.parametrize("args,message", [
     (["--schemes", "kg,nope", "--workers", "5"], "unknown scheme 'nope'"),
-    (["--schemes", "kg", "--workers", "0"], "--workers values must be >= 1"),
-    (["--schemes", "kg", "--workers", "5", "--sources", "0"], "--sources values must be >= 1"),
+    (["--schemes", "kg", "--workers", "0"], "--workers values must be an integer in 1..10,000, got 0"),
+    (["--schemes", "kg", "--workers", "5", "--sources", "0"], "--sources values must be an integer in 1..10,000, got 0"),
     (["--schemes", "kg", "--workers", "five"], "comma-separated integers"),
     (["--schemes", "kg", "--workers", "5", "--param", "kg.bogus=1"], "bad parameter for scheme 'kg'"),
 ])

@@ -196,8 +196,8 @@ def test_the_legend_explains_every_rule_and_each_row_shows_its_own(tmp_path):
     legend = page[page.index('<dl class="rules">'):page.index("</dl>")]
     for rule, meaning in RULES.items():
         assert f'<dt class="rule">{rule}</dt><dd>{escape(meaning)}</dd>' in legend
-    assert len(RULES) == 7 and "within 2×" in RULES["ratio"]
-    rows = re.findall(r'<tr class="v-[^"]+" data-paper="[^"]*" data-verdict="([^"]*)" data-rule="([^"]*)">', page)
+    assert len(RULES) == 8 and "within 25 %" in RULES["ratio"]
+    rows = re.findall(r'<tr class="v-[^"]+" data-paper="[^"]*" data-verdict="([^"]*)" data-rule="([^"]*)" data-origin="[^"]*">', page)
     assert rows == [(row[6], row[7]) for row in FIDELITY]  # the filters' data
     assert re.findall(r'<td class="rule">([^<]*)</td>', page) == [row[7] for row in FIDELITY]  # what a reader sees
     assert '<th class="split">agrees: bound</th>' in page and 'data-verdict="agrees" data-rule="bound">1<' in page

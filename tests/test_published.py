@@ -1,7 +1,7 @@
-"""The transcribed published numbers load as numbers (PyYAML alone reads ``22.0e6`` as a string), and every
-published entry flattens to a well-formed, citable record that matches the papers' text."""
+"""The transcribed published numbers load as numbers (PyYAML alone reads ``22.0e6`` as a string), every
+published entry flattens to a well-formed, citable record, and `skewbench transcription` (checking them
+against the papers' texts, which are not in the repository) on small texts written here."""
 
-import os
 import re
 from collections import Counter
 from numbers import Real
@@ -11,8 +11,9 @@ import pytest
 
 from skewbench.analysis.published import (
     DIRECTIONS, FIELDS, KINDS, QUALIFIERS, SOURCES, counts, entries, published)
+from skewbench.analysis.transcription import PHRASES, occurs, printed
+from skewbench.cli import main
 
-SEEDS = Path(os.environ.get("SKEWBENCH_SEEDS", "/work/shared/seeds"))
 # README: a claim only the authors' code states (PStream's)
 WHERE = re.compile(r"^(Table [\dIVX]+|Figs?\. \d+|Sec\. [\dIVX]|Theorem \d|Abstract|README)")
 # Totals when the transcription was completed (issue 14): a lower count means entries were lost.
@@ -67,65 +68,95 @@ def test_counts_add_up_and_nothing_was_deleted():
     assert sum(totals[p]["entries"] for p in published()) == totals["all"]["entries"]
 
 
-def _seed(paper: str) -> str:
-    path = SEEDS / published()[paper]["seed"]
-    if not path.exists():
-        pytest.skip(f"papers not available at {SEEDS} (set SKEWBENCH_SEEDS)")
-    return path.read_text()
+def test_each_phrase_checked_in_its_paper_gives_its_entrys_value():
+    for paper, entry, value, _ in PHRASES:
+        assert next(r for r in entries() if r["paper"] == paper and r["id"] == entry)["value"] == value
 
 
-def _row(text: str, first: str) -> list[float]:
-    """The numbers of the seed's table row whose first tab-separated cell is ``first`` ("9,511" -> 9511)."""
-    line = next(line for line in text.splitlines() if line.split("\t")[0].strip() == first)
-    return [float(cell.replace(",", "")) for cell in line.split("\t")[1:] if cell.strip()]
+@pytest.mark.parametrize("value, text, found", [
+    (9.32, "p1 = 9.32 %", True), (9.32, "9", False), (9.32, "19.32", False), (9.32, "9.321", False),
+    (9.32, "9.3", False), (0.8, "0.80", True), (22.0e6, "22M", True), (22.0e6, "22 M", True),
+    (22.0e6, "22,000,000", True), (22.0e6, "122M", False), (5.9e5, "5.9e5", True), (5.9, "5.9e5", False),
+    (5, "5.9e5", False), (1.0e6, "10^6", True), (2.0e6, "10^6", False), (9511, "9,511", True),
+    (9511, "9,5110", False), (95, "9,511", False), (0.85, "[0,…,0.85,…,1.0]", True), (0.156, "0.16", False),
+])
+def test_a_value_is_found_only_as_a_whole_number_in_the_forms_of_its_precision(value, text, found):
+    assert any(occurs(form, text) for form in printed(value)) == found
 
 
-def test_pkg_table_two_rows_match_the_paper():
-    text, table = _seed("pkg"), published()["pkg"]["table2_average_imbalance"]
-    for scheme in table["WP"]:
-        assert _row(text, scheme) == table["WP"][scheme] + table["TW"][scheme], scheme
+def test_dkg_prints_european_separators_and_the_others_do_not():
+    assert {"1,5", "1.5"} <= printed(1.5, "dkg") and "1,5" not in printed(1.5, "pkg")
+    assert "8.000" in printed(8000, "dkg") and "8.000" not in printed(8000, "pkg") and "8.000" not in printed(8, "dkg")
 
 
-def test_dkg_tables_one_and_three_rows_match_the_paper():
-    text, dkg = _seed("dkg"), published()["dkg"]
-    for scheme, row in dkg["table3_twitter_election"].items():
-        assert _row(text, scheme) == [row["latency_ms"], row["stddev"], row["dist_cost"], row["throughput_rps"]]
-    for row in dkg["thresholds"]:
-        assert _row(text, str(row["machines"])) == [row["ideal_pct"], row["threshold_pct"], row["max_machines"]]
+def _printed_as_transcribed(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
 
 
-def _printed(value: float) -> set[str]:
-    """Ways a paper prints ``value``: 0.85, 24.47, 0.0001, 9,511, 5.9e5, 22M / 10 M, 10^6, and DKG's 8.000."""
-    forms = {f"{value:g}", f"{value:.2f}", f"{value:.4f}", f"{value:,.0f}", f"{value:,.0f}".replace(",", ".")}
-    mantissa, exponent = f"{value:.1e}".split("e")
-    forms |= {f"{mantissa}e{int(exponent)}", f"10^{int(exponent)}"}
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            forms |= {f"{value / scale:g}{suffix}", f"{value / scale:g} {suffix}"}
-    return forms
-
-
-def test_every_table_number_is_printed_in_its_paper():
+def write_texts(folder: Path) -> dict[str, Path]:
+    """A text per paper that prints every checked number (as its YAML value reads), its table rows and phrases."""
+    lines = {paper: [] for paper, body in published().items() if body["seed"] != "none"}
     for record in entries():
         if record["source"] == "table" and record["value"] is not None:
-            assert any(form in _seed(record["paper"]) for form in _printed(record["value"])), record
+            lines[record["paper"]].append(f"{record['id']}\t{_printed_as_transcribed(record['value'])}")
+    table, dkg = published()["pkg"]["table2_average_imbalance"], published()["dkg"]
+    rows = [("pkg", scheme, table["WP"][scheme] + table["TW"][scheme]) for scheme in table["WP"]]
+    rows += [("dkg", scheme, [row["latency_ms"], row["stddev"], row["dist_cost"], row["throughput_rps"]])
+             for scheme, row in dkg["table3_twitter_election"].items()]
+    rows += [("dkg", str(row["machines"]), [row["ideal_pct"], row["threshold_pct"], row["max_machines"]])
+             for row in dkg["thresholds"]]
+    for paper, first, values in rows:
+        lines[paper].append("\t".join([first, *map(_printed_as_transcribed, values)]))
+    for paper, _, _, phrase in PHRASES:
+        lines[paper].append(f"... {phrase} ...")
+    folder.mkdir()
+    paths = {paper: folder / published()[paper]["seed"] for paper in lines}
+    for paper, path in paths.items():
+        path.write_text("\n".join(lines[paper]) + "\n")
+    return paths
 
 
-@pytest.mark.parametrize("paper, entry, value, phrase", [
-    ("pkg", "uniform_keys_imbalance_fraction", 0.156, "0.156m"),
-    ("pkg", "memory_pkg_over_kg_pct", 30, "about 30% more memory"),
-    ("pkg", "claims.jaccard", 0.47, "only 47% Jaccard"),
-    ("pkg_ext", "headline.throughput_gain_pct", 175, "up to 175% in throughput"),
-    ("gedik", "fig4_consistent_over_best_pct", 50, "up to 50% higher"),
-    ("gedik", "fig6_uniform_over_readj_pct", 36, "up to 36% higher"),
-    ("gedik", "fig8_uniform_hash_migration", 6.5, "($6.5 \\times - 7.5 \\times$ of the ideal)"),
-    ("gedik", "results.readj_relative_migration_LLL", 1.34, "around 1.34 times the ideal"),
-    ("fang", "fig14_mixed_over_pkg_latency_pct", 40, "response latency by 40%"),
-    ("fang", "results.compact_representation_plan_s.discretized", 0.6, "(i.e., 0.6 second)"),
-    ("dkg", "throughput_gain_over_pkg_above_80_pct", 93, "throughput up to 93%"),
-    ("dkg", "latency_gain_over_pkg_at_30_pct", 7, "latency up to 7%"),
-])
-def test_prose_values_are_the_papers_words(paper, entry, value, phrase):
-    record = next(r for r in entries() if r["paper"] == paper and r["id"] == entry)
-    assert record["value"] == value
-    assert phrase in _seed(paper)
+def transcription(folder: Path, capsys) -> tuple[int, list[str], str]:
+    code = main(["transcription", str(folder)])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def test_transcription_passes_where_every_value_is_printed(tmp_path, capsys):
+    write_texts(tmp_path / "texts")
+    code, lines, _ = transcription(tmp_path / "texts", capsys)
+    checked = sum(r["source"] == "table" and r["value"] is not None for r in entries()) + 5 + 4 + 5 + len(PHRASES)
+    assert code == 0 and len(lines) == checked + 1 and all(line.startswith("ok ") for line in lines[:-1]), lines
+    assert lines[-1] == f"{checked} checks of published.yaml against {tmp_path / 'texts'}: {checked} match, 0 not found"
+    assert "ok    pkg      Table I datasets.WP.p1_pct: 9.32 printed as 9.32" in lines
+
+
+@pytest.mark.parametrize("instead", ["9", "9.3", "19.32", "9.321", "9.32e1"])
+def test_transcription_fails_where_only_a_rounded_form_or_a_longer_number_is_printed(tmp_path, capsys, instead):
+    pkg = write_texts(tmp_path / "texts")["pkg"]
+    pkg.write_text(pkg.read_text().replace("datasets.WP.p1_pct\t9.32\n", f"datasets.WP.p1_pct\t{instead}\n"))
+    code, lines, _ = transcription(tmp_path / "texts", capsys)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert code == 1 and len(failed) == 1 and lines[-1].endswith(" match, 1 not found"), failed
+    assert failed[0].startswith("FAIL  pkg      Table I datasets.WP.p1_pct: 9.32 is not printed as any of 9.32")
+
+
+def test_transcription_fails_a_table_row_that_differs_and_a_phrase_not_in_the_paper(tmp_path, capsys):
+    texts = write_texts(tmp_path / "texts")
+    dkg = texts["dkg"].read_text()
+    texts["dkg"].write_text(dkg.replace("\n5\t20.0\t24.47\t5\n", "\n5\t20.0\t24.74\t5\n")
+                            .replace("latency up to 7%", "latency up to 8%"))
+    code, lines, _ = transcription(tmp_path / "texts", capsys)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert code == 1 and failed == [
+        "FAIL  dkg      row '5': 20.0 | 24.74 | 5 (published.yaml: [20.0, 24.47, 5])",
+        "FAIL  dkg      phrase latency_gain_over_pkg_at_30_pct: the phrase is not in the paper"], failed
+
+
+def test_transcription_without_its_texts_is_one_line_and_exit_2(tmp_path, capsys):
+    code, lines, err = transcription(tmp_path / "none", capsys)
+    assert code == 2 and lines == []
+    assert err == f"skewbench: error: {tmp_path / 'none'} is not a folder of the papers' texts\n"
+    write_texts(tmp_path / "texts")["gedik"].unlink()
+    code, lines, err = transcription(tmp_path / "texts", capsys)
+    assert code == 2 and lines == [] and err.count("\n") == 1 and f"lacks {published()['gedik']['seed']}" in err

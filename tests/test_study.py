@@ -39,3 +39,10 @@ def test_paper_study_refuses_a_folder_that_holds_results(tmp_path, capsys):
 def test_unknown_experiment_is_named(tmp_path, capsys):
     assert paper_study.main(["--out", str(tmp_path / "x"), "--only", "fig99"]) == 2
     assert "unknown experiments ['fig99']" in capsys.readouterr().err
+
+
+def test_an_experiment_that_writes_its_own_table_first_gets_the_folder(tmp_path):
+    out = tmp_path / "new" / "study"  # dkg_fig11 writes its table itself, and runs first here
+    assert paper_study.main(["--out", str(out), "--messages", "2000", "--only", "dkg_fig11"]) == 0
+    table = pd.read_csv(out / "dkg_fig11.csv")
+    assert sorted(table.seed.unique()) == list(range(5))

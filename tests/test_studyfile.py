@@ -110,7 +110,7 @@ def test_the_quick_profile_is_a_smoke_run_of_every_default_study():
                  if line.startswith("STUDIES")).split("?=")[1].split()
     studies = load_all([STUDIES / f"{n}.yaml" for n in names])
     points = {s.name: s.points("quick", rate=1000.0 if s.spec.get("offered_rate") else None) for s in studies}
-    assert len(names) == 17 and all(points.values())  # every study at least once
+    assert len(names) == 18 and all(points.values())  # every study at least once
     every = [p for ps in points.values() for p in ps]
     assert {p.app for p in every} == {"wordcount", "selfjoin", "naivebayes"} and len({p.scheme for p in every}) >= 5
     assert len(every) <= 30 and max(p.messages for p in every) <= 30_000
@@ -157,8 +157,8 @@ BAD = {
     "quick scheme": (TINY + "quick: {schemes: nope}\n", "study.yaml: quick.schemes: unknown scheme 'nope'"),
     "full include workload": (TINY + "full: {include: [{workloads: 'zipf:z=x'}]}\n", "study.yaml: full.include[0].workloads:"),
     "not yaml": ("name: [tiny\n", "study.yaml: not valid YAML"),
-    "schedule": (TINY + "schedule: '3:x'\n", "study.yaml: schedule: wordcount kg: a schedule is BATCH:W pairs"),
-    "schedule W": (TINY + "schedule: '3:0'\n", "study.yaml: schedule: wordcount kg: W must be >= 1 in a schedule"),
+    "schedule": (TINY + "schedule: '3:x'\n", "study.yaml: schedule: a schedule is BATCH:W pairs"),
+    "schedule W": (TINY + "schedule: '3:0'\n", "study.yaml: schedule: W must be >= 1 in a schedule"),
     "rebalance a static scheme": (TINY.replace("[kg, pkg]", "[mixed, kg]") + "rebalance_every: 2\n",
                                   "study.yaml: rebalance_every: wordcount kg: scheme 'kg' cannot rebalance"),
     "negative interval": (TINY + "rebalance_every: -1\n", "study.yaml: rebalance_every: -1 is less than the minimum"),

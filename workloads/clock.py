@@ -61,7 +61,7 @@ def seconds(column: pa.ChunkedArray, file: Path) -> np.ndarray:
     else:
         raise WorkloadError(f"file: {file.name}: time column of type {kind} is neither numbers of seconds nor "
                             f"timestamps")
-    bad = np.isnan(times)
+    bad = ~np.isfinite(times)  # also "inf": a time must be a moment
     if bad.any():
         row = first_row(bad)
         raise WorkloadError(f"file: {file.name} row {row}: time {column[row - 1].as_py()!r} is not {what}")

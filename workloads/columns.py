@@ -325,6 +325,12 @@ def key_ids(column: pa.ChunkedArray, file: Path, key: str) -> tuple[np.ndarray, 
     indices, values = _dictionary(column)
     if pa.types.is_floating(values.type) and pc.any(pc.is_nan(values)).as_py():
         raise WorkloadError(empty_key.format(first_row(pc.is_nan(values).to_numpy(zero_copy_only=False)[indices])))
+    if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
+        try:  # keys are text: bytes that are not UTF-8 would need a lossy decode
+            values = values.cast(pa.string())
+        except pa.ArrowInvalid:
+            raise WorkloadError(f"file: {file.name} column {key!r} holds bytes that are not UTF-8 text; keys are "
+                                f"text") from None
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
         # As before: the key is the text pandas prints for it ("5", "1.5", "True", "2013-01-01 10:00:00").
         values = pa.array(values.to_pandas().astype(str).to_numpy(dtype=object), pa.string())

@@ -9,7 +9,9 @@
   timestamp without a zone is read as UTC); either way it must be non-decreasing.
 * ``pageviews:path=pageviews-20080101-*.gz`` — Wikipedia page-view dumps (``project page count
   bytes`` per line, one file per hour, gzip or plain): each line becomes ``count`` messages of key
-  ``project/page``, spread uniformly at random over its hour.
+  ``project/page``, spread uniformly at random over its hour.  Keys are text: a line that is not
+  UTF-8 is malformed.  Only the hours the first ``messages`` views fall in are expanded, and they may
+  hold at most :data:`~skewbench.bounds.MAX_IN_MEMORY` views.
 
 This module keeps only the workloads a SPEC names; the ``file:`` workload reads its columns with
 :mod:`~skewbench.workloads.columns` and its times with :mod:`~skewbench.workloads.clock`.
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skewbench.bounds import MAX_IN_MEMORY
 from skewbench.stream import Stream
 from skewbench.workloads.clock import seconds
 from skewbench.workloads.columns import key_ids, read_columns
@@ -55,27 +58,71 @@ def from_file(messages: int | None = None, seed: int = 0, *, path: str = "", key
 
 
 def _pageview_lines(file: Path):
+    """``(number, line)`` of every line; bytes that are not UTF-8 kept as surrogates (:func:`_utf8`)."""
     opener = gzip.open if file.suffix == ".gz" else open
     try:
-        with opener(file, "rt", encoding="utf-8", errors="replace") as handle:
+        with opener(file, "rt", encoding="utf-8", errors="surrogateescape") as handle:
             yield from enumerate(handle, 1)
     except (OSError, EOFError) as exc:
         raise WorkloadError(f"pageviews: cannot read {file}: {exc}") from None
+
+
+def _utf8(line: str) -> bool:
+    """Whether the line was UTF-8 in the file (no byte of it decoded to a surrogate)."""
+    if line.isascii():
+        return True
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_hour(file: Path, skip_bad: bool) -> tuple[list[str], list[int], int]:
     keys, counts, bad = [], [], 0
     for number, line in _pageview_lines(file):
         fields = line.split()
-        if len(fields) == 4 and fields[2].isascii() and fields[2].isdigit():  # not "²", which int() refuses
+        text = _utf8(line)
+        if text and len(fields) == 4 and fields[2].isascii() and fields[2].isdigit():  # not "²" (int() refuses)
             keys.append(f"{fields[0]}/{fields[1]}")
             counts.append(int(fields[2]))
         elif not skip_bad:
-            raise WorkloadError(f"pageviews: {file.name} line {number}: expected 'project page count bytes', "
-                                f"got {line.strip()[:80]!r} (skip_bad=1 skips such lines)")
+            what = ("expected 'project page count bytes', got " + repr(line.strip()[:80]) if text else
+                    "not UTF-8 text (a page's key must be text)")
+            raise WorkloadError(f"pageviews: {file.name} line {number}: {what} (skip_bad=1 skips such lines)")
         else:
             bad += 1
     return keys, counts, bad
+
+
+def _hours_needed(per_hour: list[int], messages: int | None) -> int:
+    """How many hours, from the first, hold the first ``messages`` views (later views all come later)."""
+    if messages is None:
+        return len(per_hour)
+    total = 0
+    for hour, views in enumerate(per_hour, 1):
+        total += views
+        if total >= messages:
+            return hour
+    return len(per_hour)
+
+
+def _views(line_ids: np.ndarray, counts: list[int], hours: list[int], files: int, messages: int | None,
+           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Each view's key id and time, in time order: those of the hours that hold the first ``messages``, refused
+    above :data:`~skewbench.bounds.MAX_IN_MEMORY` before any is expanded."""
+    per_hour = [0] * files
+    for hour, count in zip(hours, counts):
+        per_hour[hour] += count
+    needed = _hours_needed(per_hour, messages)
+    if sum(per_hour[:needed]) > MAX_IN_MEMORY:
+        raise WorkloadError(f"pageviews: the first {needed} hour(s) hold {sum(per_hour[:needed]):,} views, more than "
+                            f"the {MAX_IN_MEMORY:,} expanded in memory at most (fewer messages expand fewer hours)")
+    lines = sum(1 for h in hours if h < needed)  # the lines of those hours come first
+    ids = np.repeat(line_ids[:lines], counts[:lines])
+    times = (np.repeat(np.array(hours[:lines], dtype=np.float64), counts[:lines]) + rng.random(len(ids))) * 3600.0
+    order = np.argsort(times, kind="stable")[:messages]
+    return ids[order].astype(np.int64), times[order]
 
 
 @workload("pageviews")
@@ -97,7 +144,5 @@ def pageviews(messages: int | None = None, seed: int = 0, *, path: str = "", ski
     if skipped:
         print(f"pageviews: skipped {skipped} malformed line(s)")
     labels, line_ids = np.unique(np.array(keys, dtype=object), return_inverse=True)
-    ids = np.repeat(line_ids, counts)
-    times = (np.repeat(np.array(hours, dtype=np.float64), counts) + rng.random(len(ids))) * 3600.0
-    order = np.argsort(times, kind="stable")[:messages]
-    return Stream("pageviews", ids[order].astype(np.int64), labels, times=times[order])
+    ids, times = _views(line_ids, counts, hours, len(files), messages, rng)
+    return Stream("pageviews", ids, labels, times=times)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from skewbench.bounds import KEYS, Range
 from skewbench.stream import Stream
 from skewbench.workloads.registry import workload
 from skewbench.workloads.synthetic import RATE, zipf_exponent_for, zipf_ranks
@@ -30,7 +31,7 @@ def edges(messages: int, seed: int, vertices: int, p1: float) -> Stream:
                   payload={"src": src.astype(np.int64)})
 
 
-@workload("graph")
+@workload("graph", {"vertices": Range(0, KEYS.high, integer=True), "p1": Range(0, 1)}, whole=True)
 def graph(messages: int = 905_000, seed: int = 0, *, preset: str = "sl1", vertices: int = 0,
           p1: float = 0.0) -> Stream:
     """Power-law graph edges keyed by destination (split by source): preset lj/sl1/sl2, or vertices and p1."""

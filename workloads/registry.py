@@ -2,7 +2,10 @@
 
 Every workload is a function ``f(messages, seed, **params)`` registered with :func:`workload`; its
 keyword defaults are the parameters a SPEC may set, and their types are the types a SPEC value is
-converted to, so ``zipf:z=banana`` fails before anything runs.  It returns a
+converted to, each number checked against the range the workload declares for it
+(:class:`~skewbench.bounds.Range`), so ``zipf:z=banana``, ``zipf:z=nan`` and ``zipf:keys=1e12`` fail before
+anything runs or is allocated; so does a stream longer than :data:`~skewbench.bounds.MAX_MESSAGES` (or, for a
+workload that makes its stream whole in memory, :data:`~skewbench.bounds.MAX_IN_MEMORY`).  It returns a
 :class:`~skewbench.stream.Stream`, or — synthetic streams — a
 :class:`~skewbench.workloads.synthetic.Draws` that can also generate itself piece by piece, which
 :func:`parse` does for streams longer than :data:`GENERATE_ABOVE`.
@@ -14,6 +17,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Callable
 
+from skewbench.bounds import MAX_IN_MEMORY, MAX_MESSAGES, BoundsError, Range
 from skewbench.stream import GeneratedStream, Stream
 
 #: Longer synthetic streams are generated piece by piece each time they are read (the simulator's
@@ -33,19 +37,26 @@ class Workload:
     doc: str
     defaults: dict
     messages: int | None  # default stream length; None = the input decides (files)
+    bounds: dict[str, Range]  # the range of each numeric parameter
+    most: int  # the longest stream it may make (whole in memory: MAX_IN_MEMORY)
 
 
 _WORKLOADS: dict[str, Workload] = {}
 
 
-def workload(name: str):
-    """Decorator: register ``make(messages, seed, **params)`` under ``name``."""
+def workload(name: str, bounds: dict[str, Range] | None = None, whole: bool = False):
+    """Decorator: register ``make(messages, seed, **params)`` under ``name``; ``bounds``: the range of each
+    numeric parameter (every one needs one); ``whole``: it makes its stream at once, in memory."""
 
     def register(make):
         signature = inspect.signature(make).parameters
         defaults = {p.name: p.default for p in signature.values() if p.kind is p.KEYWORD_ONLY}
+        unbounded = [k for k, v in defaults.items() if _numeric(v) and k not in (bounds or {})]
+        if unbounded:
+            raise TypeError(f"workload {name!r}: give the range of parameter {unbounded[0]!r} in bounds=")
         doc = (make.__doc__ or "").strip().splitlines()[0]
-        _WORKLOADS[name] = Workload(name, make, doc, defaults, signature["messages"].default)
+        _WORKLOADS[name] = Workload(name, make, doc, defaults, signature["messages"].default, dict(bounds or {}),
+                                    MAX_IN_MEMORY if whole else MAX_MESSAGES)
         return make
 
     return register
@@ -56,18 +67,28 @@ def available() -> dict[str, tuple[str, dict]]:
     return {w.name: (w.doc, dict(w.defaults)) for w in _WORKLOADS.values()}
 
 
-def _convert(workload_name: str, key: str, text: str, default):
-    if default is None or isinstance(default, str):
+def _numeric(default) -> bool:
+    return isinstance(default, (int, float)) and not isinstance(default, bool)
+
+
+def bounds_of(name: str) -> dict[str, Range]:
+    """The range of each numeric parameter of workload ``name``."""
+    return dict(_WORKLOADS[name].bounds)
+
+
+def _convert(chosen: Workload, key: str, text: str):
+    default = chosen.defaults[key]
+    if isinstance(default, bool):
+        if text.lower() not in ("0", "1", "true", "false", "yes", "no"):
+            raise WorkloadError(f"{chosen.name}: parameter {key} must be 0 or 1 (true/false, yes/no), got "
+                                f"{text!r}")
+        return text.lower() in ("1", "true", "yes")
+    if not _numeric(default):
         return text
-    kind = type(default)
     try:
-        if kind is bool:
-            if text.lower() not in ("0", "1", "true", "false", "yes", "no"):
-                raise ValueError
-            return text.lower() in ("1", "true", "yes")
-        return kind(float(text)) if kind is int and float(text).is_integer() else kind(text)
-    except ValueError:
-        raise WorkloadError(f"{workload_name}: parameter {key} must be {kind.__name__}, got {text!r}") from None
+        return chosen.bounds[key].parse(text)
+    except BoundsError as exc:
+        raise WorkloadError(f"{chosen.name}: parameter {key} {exc}") from None
 
 
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -103,10 +124,13 @@ def parse(spec: str, messages: int | None = None, seed: int = 0, *,
     if unknown:
         known = ", ".join(chosen.defaults) or "none"
         raise WorkloadError(f"{name}: unknown parameter {sorted(unknown)[0]!r}; its parameters: {known}")
-    params = {k: _convert(name, k, v, chosen.defaults[k]) for k, v in raw.items()}
+    params = {k: _convert(chosen, k, v) for k, v in raw.items()}
     length = chosen.messages if messages is None else messages
-    if length is not None and length < 1:
-        raise WorkloadError(f"{name}: messages must be >= 1, got {length}")
+    if length is not None:
+        try:
+            Range(1, chosen.most, integer=True).check(length)
+        except BoundsError as exc:
+            raise WorkloadError(f"{name}: messages {exc}") from None
     try:
         made = chosen.make(messages=length, seed=seed, **params)
     except WorkloadError:

@@ -25,6 +25,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from skewbench.bounds import CLOCK_RATE, KEYS, MAX_BATCHES, MAX_WORKERS, Range
 from skewbench.hashing import fingerprints
 from skewbench.stream import GeneratedStream, Stream
 from skewbench.workloads.inverse_cdf import InverseCdf
@@ -32,6 +33,10 @@ from skewbench.workloads.registry import workload
 
 RATE = 100_000.0  # default arrival rate (messages/s) of the simulated clock
 LOGNORMAL_PRESETS = {"LN1": (1.789, 2.366), "LN2": (2.245, 1.133)}  # PKG Sec. V-A (Orkut)
+EXPONENT = Range(0, 100)  # a Zipf exponent (zipf_exponent_for searches 0..20)
+SHARE = Range(0, 1)
+PHASES = Range(1, MAX_BATCHES, integer=True)  # intervals or periods a stream changes in
+ZIPF = {"z": EXPONENT, "keys": KEYS, "p1": SHARE, "rate": CLOCK_RATE}
 
 
 def zipf_norm(keys: int, z: float) -> float:
@@ -155,7 +160,7 @@ def _exponent(z: float, p1: float, keys: int) -> float:
     return zipf_exponent_for(p1, keys) if p1 > 0 else z
 
 
-@workload("zipf")
+@workload("zipf", ZIPF)
 def zipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 100_000, p1: float = 0.0,
          rate: float = RATE) -> Draws:
     """Zipf over K keys with exponent z (or the z giving the hottest key share p1, if p1 > 0)."""
@@ -169,7 +174,7 @@ def zipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int
     return Draws("zipf", messages, draw, keys, rate)
 
 
-@workload("lognormal")
+@workload("lognormal", {"mu": Range(-100, 100), "sigma": Range(0, 100), "rate": CLOCK_RATE})
 def lognormal(messages: int = 10_000_000, seed: int = 0, *, preset: str = "LN1", mu: float = 0.0,
               sigma: float = 0.0, rate: float = RATE) -> Draws:
     """PKG's log-normal sets: preset LN1 or LN2, or your own mu and sigma (both > 0 override the preset)."""
@@ -189,7 +194,8 @@ def lognormal(messages: int = 10_000_000, seed: int = 0, *, preset: str = "LN1",
     return Draws("lognormal", messages, draw, None, rate)
 
 
-@workload("country")
+@workload("country", {"skew": SHARE, "countries": Range(1, 10**6, integer=True), "skewed_part": SHARE,
+                     "rate": CLOCK_RATE}, whole=True)
 def country(messages: int = 10_000_000, seed: int = 0, *, skew: float = 0.5, countries: int = 204,
             skewed_part: float = 1.0, rate: float = RATE) -> Stream:
     """DKG's country-skew sets: a share `skew` of the messages on one country, the rest uniform over all."""
@@ -244,7 +250,7 @@ def _phased(name: str, messages: int, seed: int, phases: int, z: float, keys: in
     return Draws(name, messages, draw, keys, rate)
 
 
-@workload("fzipf")
+@workload("fzipf", {**ZIPF, "f": SHARE, "intervals": PHASES})
 def fzipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 100_000, f: float = 0.1,
           intervals: int = 100, rate: float = RATE) -> Draws:
     """Fang's fluctuating Zipf: after each of `intervals` intervals a fraction f of the keys swap frequencies."""
@@ -295,7 +301,8 @@ def swap_load(order: np.ndarray, rng: np.random.Generator, zipf: np.ndarray, hom
     return swaps
 
 
-@workload("lzipf")
+@workload("lzipf", {**ZIPF, "f": Range(0, 100), "workers": Range(1, MAX_WORKERS, integer=True),
+                    "intervals": PHASES})
 def lzipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 0.85, keys: int = 10_000, f: float = 1.0,
           workers: int = 15, intervals: int = 20, rate: float = RATE) -> Draws:
     """Fang's fluctuating Zipf as their Sec. 5 defines f (``fzipf`` swaps a fraction of the keys instead):
@@ -317,7 +324,7 @@ def lzipf(messages: int = 10_000_000, seed: int = 0, *, z: float = 0.85, keys: i
     return _phased("lzipf", messages, seed, intervals, z, keys, rate, swap)
 
 
-@workload("drift")
+@workload("drift", {**ZIPF, "periods": PHASES, "head": Range(2, KEYS.high, integer=True), "churn": SHARE})
 def drift(messages: int = 10_000_000, seed: int = 0, *, z: float = 1.0, keys: int = 10_000, p1: float = 0.0,
           periods: int = 4, head: int = 50, churn: float = 0.5, rate: float = RATE) -> Draws:
     """Drifting popularity (cashtag-like): each period a share `churn` of the `head` hottest keys is replaced.

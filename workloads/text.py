@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from skewbench.bounds import KEYS, MAX_IN_MEMORY, Range
 from skewbench.stream import Stream
 from skewbench.workloads.registry import workload
 from skewbench.workloads.synthetic import RATE
@@ -48,7 +49,7 @@ def _compact(name: str, word_idx: np.ndarray, words: np.ndarray, **columns) -> S
     return Stream(name, ids.astype(np.int64), words[used], rate=RATE, **columns)
 
 
-@workload("wordfreq")
+@workload("wordfreq", {"vocab": Range(0, KEYS.high, integer=True)}, whole=True)
 def word_stream(messages: int = 10_000_000, seed: int = 0, *, lang: str = "en", wordlist: str = "large",
                 vocab: int = 0) -> Stream:
     """Words sampled by their frequency in a wordfreq list (vocab = keep the top N words; 0 = all)."""
@@ -56,7 +57,9 @@ def word_stream(messages: int = 10_000_000, seed: int = 0, *, lang: str = "en", 
     return _compact("wordfreq", _sample(probs, messages, np.random.default_rng(seed)), words)
 
 
-@workload("docs")
+@workload("docs", {"classes": Range(2, KEYS.high, integer=True), "doc_words": Range(1, MAX_IN_MEMORY, integer=True),
+                  "vocab": Range(0, KEYS.high, integer=True), "topic_words": KEYS, "boost": Range(0, 1e9, above=True)},
+          whole=True)
 def documents(messages: int = 1_000_000, seed: int = 0, *, classes: int = 4, doc_words: int = 20,
               vocab: int = 20_000, topic_words: int = 200, boost: float = 20.0, lang: str = "en") -> Stream:
     """Labeled documents for Naive Bayes: one message per word; payload doc id and class label.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from skewbench.bounds import KEYS, Range
 from skewbench.stream import Stream
 from skewbench.workloads.registry import workload
 from skewbench.workloads.synthetic import RATE, zipf_ranks
@@ -31,7 +32,7 @@ def grouped_cumsum(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return out
 
 
-@workload("ticks")
+@workload("ticks", {"symbols": KEYS, "z": Range(0, 100), "volatility": Range(0, 1)}, whole=True)
 def ticks(messages: int = 10_000_000, seed: int = 0, *, symbols: int = 5_000, z: float = 1.0,
           volatility: float = 0.001) -> Stream:
     """Stock ticks: symbol ~ Zipf(z) over `symbols`; each symbol's price is a geometric random walk."""

@@ -1,5 +1,5 @@
-"""``skewbench bench``'s runs: predictions beside measurements, the matrix, and the DKG, Fang, Naive Bayes
-and sustainable-throughput studies on Spark."""
+"""``skewbench bench``'s runs: the failed ones, predictions beside measurements, the matrix, and the DKG, Fang,
+Naive Bayes and sustainable-throughput studies on Spark."""
 
 from __future__ import annotations
 
@@ -9,7 +9,25 @@ from pathlib import Path
 import pandas as pd
 import seaborn as sns
 from skewbench.analysis.repeats import CI_BARS
-from skewbench.analysis.sections.common import comparison, figure, markdown, study_table
+from skewbench.analysis.sections.common import (comparison, figure, latency, markdown, study_table,
+                                              with_latency_labels)
+
+
+def failed_runs(folder: Path) -> list[str]:
+    """A bench's failed runs (``failed.csv``), first in the report: each with why it failed.  They are in no
+    table, figure, comparison or fidelity row."""
+    path = folder / "failed.csv"
+    failed = pd.read_csv(path) if path.exists() else None
+    if failed is None or failed.empty:
+        return []
+    studies = ", ".join(f"`{s}`" for s in dict.fromkeys(failed["study"]))
+    rows = failed[["run", "study", "app", "scheme", "workers", "sources", "delay_ms", "seed", "reasons"]]
+    return [f"## ⚠ {len(failed)} runs failed — left out of every table, figure, comparison and fidelity row", "",
+            f"A failed run gave another answer than the single-process reference, did other work per worker than "
+            f"the simulator, counted a message twice, or lost one. Its numbers are not reported: every section "
+            f"below reads only the runs that passed, and a study with a failed run ({studies}) has no comparison "
+            f"with its paper. The list is also in [failed.csv](failed.csv).", "",
+            markdown(rows), ""]
 
 
 def bench_results(folder: Path) -> list[str]:
@@ -19,8 +37,10 @@ def bench_results(folder: Path) -> list[str]:
     if not path.exists():
         return []
     data = pd.read_csv(path)
+    if data.empty:
+        return ["## Every run of the bench", "", "No run passed: every run failed (above).", ""]
     lines = ["## Every run of the bench — measured on Spark, predicted by the simulator", "",
-             _checked(data), "", *_engine_model(folder)]
+             _checked(folder, data), "", *_engine_model(folder)]
     judged = data[data["predicted_throughput"].notna() & ~data["engine_study"].astype(bool)]
     if len(judged):
         error = judged["prediction_error"].abs()
@@ -42,11 +62,15 @@ def bench_results(folder: Path) -> list[str]:
     return lines + _matrix(folder, data[data["study"] == "matrix"], data[data["study"] == "centre"])
 
 
-def _checked(data: pd.DataFrame) -> str:
-    """How many runs gave the reference's answer and the simulator's exact work per worker."""
-    return (f"{len(data)} runs in {data['study'].nunique()} studies; {int(data['correct'].sum())} gave the "
-            f"single-process reference's answer; in {int(data['sim_exact'].sum())} the messages and probes every "
-            "worker handled equal the simulator's exactly.")
+def _checked(folder: Path, data: pd.DataFrame) -> str:
+    """How many runs of the tables gave the reference's answer and the simulator's exact work per worker, and
+    how many failed (``failed.csv``: in no table)."""
+    path = folder / "failed.csv"
+    failed = len(pd.read_csv(path)) if path.exists() else 0
+    return (f"{len(data)} runs in {data['study'].nunique()} studies in the tables; {int(data['correct'].sum())} gave "
+            f"the single-process reference's answer; in {int(data['sim_exact'].sum())} the messages and probes every "
+            "worker handled equal the simulator's exactly"
+            + (f"; {failed} more runs failed (above)." if failed else "."))
 
 
 def _engine_model(folder: Path) -> list[str]:
@@ -67,10 +91,12 @@ def smoke_runs(folder: Path) -> list[str]:
     if not path.exists():
         return []
     data = pd.read_csv(path)
+    if data.empty:
+        return ["## Every run of the smoke run", "", "No run passed: every run failed (above).", ""]
     columns = ["study", "app", "scheme", "workers", "sources", "delay_ms", "correct", "sim_exact", "throughput",
                "predicted_throughput"]
     return ["## Every run of the smoke run", "",
-            _checked(data), "",
+            _checked(folder, data), "",
             markdown(data[columns].round({"throughput": 0, "predicted_throughput": 0})), ""]
 
 
@@ -148,7 +174,8 @@ def dkg_spark(folder: Path) -> list[str]:
                 for s, v in c["table3"].items()]
         lines += ["Table 3's point (r = 68 %, W = 10, S = 5), ours beside the paper's:", "",
                   markdown(pd.DataFrame(rows, columns=["scheme", "throughput / KG", "paper", "StdDev", "paper",
-                                                        "DistCost", "paper", "latency p50 s", "Eq. 6 latency s"])), ""]
+                                                        "DistCost", "paper", latency("latency p50 s", data),
+                                                        "Eq. 6 latency s"])), ""]
     if c:
         high, low = c["high_skew"], c["low_skew"]
         lines += [f"DKG over PKG by skew: {c['dkg_over_pkg_throughput_by_skew']}. At skew ≥ 80 % the smallest is "
@@ -193,6 +220,7 @@ def fang_spark(folder: Path) -> list[str]:
                        sharey=False, **CI_BARS)
     grid.set_xticklabels(rotation=30)
     table = data.groupby(["app", "scheme"])[["throughput", "latency_p50", "max_over_mean"]].median().reset_index()
+    table = with_latency_labels(table, data)
     return ["## Fang et al.'s table schemes on Spark — Stock self-join and Social word count (Zipf 0.85)", "",
             figure(folder, "fang", grid), "", markdown(table.round(3)), ""]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from skewbench.analysis.fidelity import fidelity
+from skewbench.analysis.fidelity import fidelity, with_work
 from skewbench.analysis.published import entries
 
 
@@ -26,7 +26,31 @@ def smoke_run(folder: Path) -> bool:
 
 def load(folder: Path, prefix: str) -> pd.DataFrame | None:
     files = sorted(p for p in folder.glob(f"{prefix}*.csv") if not p.name.endswith(".timeseries.csv"))
-    return pd.concat([pd.read_csv(p).assign(experiment=p.stem) for p in files], ignore_index=True) if files else None
+    return pd.concat([_read(p).assign(experiment=p.stem) for p in files], ignore_index=True) if files else None
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """A result table; a bench's Spark runs (checked against the simulator: ``sim_exact``) with their work
+    mode and latency source (:func:`~skewbench.analysis.fidelity.with_work`)."""
+    table = pd.read_csv(path)
+    if "sim_exact" not in table:
+        return table
+    meta = path.with_name(path.name + ".meta.json")
+    environment = json.loads(meta.read_text()).get("environment", {}) if meta.is_file() else {}
+    return with_work(table, environment.get("machine", {}).get("cpus", 1))
+
+
+def latency(label: str, rows: pd.DataFrame) -> str:
+    """A latency's label, saying where the runs behind it computed it rather than observed it."""
+    sources = set(rows.get("latency_source", pd.Series(dtype=str)).dropna())
+    if sources == {"computed"}:
+        return f"{label} (computed)"
+    return f"{label} (computed for emulated runs)" if "computed" in sources else label
+
+
+def with_latency_labels(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a summary of ``rows``) with each latency column labelled by :func:`latency`."""
+    return table.rename(columns={c: latency(c, rows) for c in table.columns if str(c).startswith("latency")})
 
 
 def figure(folder: Path, name: str, grid) -> str:
@@ -53,7 +77,7 @@ def markdown(table: pd.DataFrame) -> str:
 
 def study_table(folder: Path, name: str) -> pd.DataFrame | None:
     path = folder / f"{name}.csv"
-    return pd.read_csv(path) if path.exists() else None
+    return _read(path) if path.exists() else None
 
 
 def comparison(folder: Path, name: str) -> dict:

@@ -28,12 +28,12 @@ def levers(folder: Path) -> list[str]:
     grid = sns.catplot(data=data, x="workers", y="overhead_median_s", hue="levers", hue_order=order, kind="point",
                        **CI_BARS, dodge=0.3, height=3.2, aspect=1.6)
     grid.set(xlabel="workers W", ylabel="engine overhead per batch (s)")
-    none = {w: interval(runs["overhead_median_s"]) for w, runs in data[data.levers == "none"].groupby("workers")}
+    none = {w: runs["overhead_median_s"] for w, runs in data[data.levers == "none"].groupby("workers")}
     rows = []
     for (workers, lever_set), runs in data.groupby(["workers", "levers"]):
-        off, on = none.get(workers, interval([])), interval(runs["overhead_median_s"])
-        rows.append({"W": workers, "levers": lever_set, "runs": on.n, "overhead s [95 % CI]": str(on),
-                     "÷ none": on.mean / off.mean, "vs none": compare(on, off, lever_set, "none")
+        off, on = none.get(workers, pd.Series(dtype=float)), runs["overhead_median_s"]
+        rows.append({"W": workers, "levers": lever_set, "runs": len(on), "overhead s [95 % CI]": str(interval(on)),
+                     "÷ none": on.mean() / off.mean(), "vs none": compare(on, off, lever_set, "none")
                      if lever_set != "none" else "", "goal s": OVERHEAD_GOAL.get(workers, np.nan),
                      "messages/s": runs["throughput"].mean()})
     table = pd.DataFrame(rows).sort_values(["W", "levers"], key=lambda c: c.map(order.index) if c.name == "levers"
@@ -44,7 +44,8 @@ def levers(folder: Path) -> list[str]:
             "sg word count without delay: a batch's duration beyond its busiest worker is the engine's own cost. "
             "Each lever (docs/engine.md) is a setting of a run, so every lever set ran in the same Spark "
             "application, in random order, with seeds as repeats; the intervals are 95 % bootstrap intervals "
-            "over the seeds, and a lever set whose interval overlaps none's is *not distinguishable* from it.", "",
+            "over the seeds, and a lever set is *not distinguishable* from none where the 95 % interval of their "
+            "difference (Welch's t) includes zero.", "",
             *[f"- `{name}`: {lever.why}" for name, lever in LEVERS.items()
               if any(name in s.split("+") or s == "all" for s in order)], "",
             figure(folder, "levers", grid), "", markdown(table.round(3)), "",

@@ -1,7 +1,7 @@
 """Fang et al. (HPDC 2017), Sec. 5: Figs. 7-16 from ``make study``'s fang_* tables (bench/papers/fang.py).
 
 One heading per figure group.  Every figure draws the median over the seeds run with their whole spread (a band
-where there are several; ``make study`` runs one seed, so mostly none), and under it the paper's published
+where there are several: planning, fluctuation and Fig. 14 run five seeds), and under it the paper's published
 numbers and claims for that figure beside ours (the recipes of analysis/measures/fang.yaml).  Where the paper
 gives a number the figure also marks it (★, or a dotted line).  Throughput is simulated as the bottleneck share
 mean/max of the instances' loads per interval (1 = Ideal): Fang saturates the CPU, so the busiest instance paces

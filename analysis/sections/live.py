@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from skewbench.analysis.repeats import CI_BARS, compare, interval
-from skewbench.analysis.sections.common import figure, markdown, study_table
+from skewbench.analysis.sections.common import figure, markdown, study_table, with_latency_labels
 
 THETA = 0.08  # Fang's default θmax, the table schemes' default (skewbench.schemes.fang)
 NOISE = 0.03  # a batch's max/mean beyond the plan's: the busiest of W sampled counts (tests/test_migration.py)
@@ -166,6 +166,7 @@ def megaphone_spark(folder: Path) -> list[str]:
     measures = ["migrated_keys", "migrated_mb", "migration_batches", "migration_s", "latency_p99_before_s",
                 "latency_p99_migration_s", "latency_peak_s", "recovery_s"]
     table = data.groupby(["change", "migration"], sort=False)[measures].median().reset_index()
+    table = with_latency_labels(table, data)
     changed_at = _span(data["schedule"].str.split(":").str[0].astype(int))
     lines = ["## Fluid against all-at-once migration of a large state on Spark (Megaphone's comparison)", "",
              f"{len(data)} runs ({int(data['correct'].sum())} gave the reference's answer, "
@@ -202,11 +203,11 @@ def _key_space(workload: str) -> str:
 def _fluid_verdicts(data: pd.DataFrame) -> list[str]:
     lines = []
     for change, runs in data.groupby("change", sort=False):
-        whole = interval(runs.loc[runs["migration"] == "all at once", "latency_p99_migration_s"])
+        whole = runs.loc[runs["migration"] == "all at once", "latency_p99_migration_s"]
         for migration, fluid in runs[runs["migration"] != "all at once"].groupby("migration", sort=False):
-            steps = interval(fluid["latency_p99_migration_s"])
-            lines.append(f"- {change}, {migration}: p99 during the migration {steps} s against all at once's "
-                         f"{whole} s — {compare(steps, whole, 'fluid', 'all at once')}.")
+            steps = fluid["latency_p99_migration_s"]
+            lines.append(f"- {change}, {migration}: p99 during the migration {interval(steps)} s against all at "
+                         f"once's {interval(whole)} s — {compare(steps, whole, 'fluid', 'all at once')}.")
     return lines
 
 
@@ -227,6 +228,7 @@ def fang_live(folder: Path) -> list[str]:
                        marker="o", height=2.6, aspect=1.3, facet_kws={"sharey": False}, **CI_BARS)
     grid.set_titles("{col_name}").set(ylabel="")
     table = data.groupby(["scheme", "f"])[measures].median().reset_index()
+    table = with_latency_labels(table, data)
     return ["## Fang et al.'s Figs. 12–13 on Spark — rebalancing live as the distribution fluctuates", "",
             f"{len(data)} runs ({int(data['correct'].sum())} gave the reference's answer, "
             f"{int(data['sim_exact'].sum())} routed exactly as the simulator predicts). Every other micro-batch "
@@ -275,6 +277,7 @@ def fang_theta(folder: Path) -> list[str]:
     grid.set(xscale="log", xlabel="θmax (Readj: the α that bounds the same overload)")
     table = data.groupby(["app", "scheme", "theta"], dropna=False)[["throughput", "latency_p50", "migrated_keys",
                                                                    "plan_median_s"]].median().reset_index()
+    table = with_latency_labels(table, data)
     return ["## Fang et al.'s Fig. 14 on Spark — throughput against the imbalance tolerance θmax", "",
             f"{len(data)} runs ({int(data['correct'].sum())} gave the reference's answer, "
             f"{int(data['sim_exact'].sum())} routed exactly as the simulator predicts). Mixed and Readj start from "

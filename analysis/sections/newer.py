@@ -13,7 +13,8 @@ import pandas as pd
 import seaborn as sns
 
 from skewbench.analysis.repeats import CI_BARS, compare, interval
-from skewbench.analysis.sections.common import beside, figure, load, markdown, published_table, study_table
+from skewbench.analysis.sections.common import (beside, figure, latency, load, markdown, published_table,
+                                              study_table)
 
 NEWER = ("dalton", "pstream", "cg", "cm", "lm", "am", "cam")
 #: The sweep's streams by rising skew, then the real-trace stand-ins (bench/papers/newer.py).
@@ -98,7 +99,8 @@ def _dalton_point(point: tuple, group: pd.DataFrame) -> dict:
     best = max(rivals, key=lambda s: rivals[s].mean)
     return {"z": z, "W": workers, "dalton msgs/s": _rate(ours), "best rival": best, "its msgs/s": _rate(rivals[best]),
             "ratio": ours.mean / rivals[best].mean,
-            "verdict": compare(ours, rivals[best], "dalton", best, lower_is_better=False),
+            "verdict": compare(group.loc[group.scheme == "dalton", "throughput"], group.loc[group.scheme == best, "throughput"],
+                               "dalton", best, lower_is_better=False),
             "dalton busiest / mean": group.loc[group.scheme == "dalton", "max_over_mean"].mean(),
             "rival busiest / mean": group.loc[group.scheme == best, "max_over_mean"].mean(), "seeds": ours.n,
             **{f"{s} / best rival": group.loc[group.scheme == s, "throughput"].mean() / rivals[best].mean
@@ -184,10 +186,11 @@ def _against_kg(scheme: str, slow: str, workers: int, data: pd.DataFrame) -> dic
     if ours.empty or kg.empty:
         return None
     rate, kg_rate = interval(ours["throughput"]), interval(kg["throughput"])
-    latency, kg_latency = interval(ours["batch_median_s"]), interval(kg["batch_median_s"])
+    batch, kg_batch = interval(ours["batch_median_s"]), interval(kg["batch_median_s"])
     return {"scheme": scheme + (" (capacity told)" if slow else ""), "workers": slow or "equal", "W": workers,
             "msgs/s": _rate(rate), "kg msgs/s": _rate(kg_rate), "throughput / kg's": rate.mean / kg_rate.mean,
-            "batch s": f"{latency.mean:.2f}", "kg batch s": f"{kg_latency.mean:.2f}",
-            "kg's latency / its": kg_latency.mean / latency.mean,
-            "verdict": compare(latency, kg_latency, scheme, "kg"),
-            "median message: kg's / its": kg["latency_p50"].mean() / ours["latency_p50"].mean(), "seeds": rate.n}
+            "batch s": f"{batch.mean:.2f}", "kg batch s": f"{kg_batch.mean:.2f}",
+            "kg's latency / its": kg_batch.mean / batch.mean,
+            "verdict": compare(ours["batch_median_s"], kg["batch_median_s"], scheme, "kg"),
+            latency("median message: kg's / its", at): kg["latency_p50"].mean() / ours["latency_p50"].mean(),
+            "seeds": rate.n}

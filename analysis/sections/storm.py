@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 from skewbench.analysis.repeats import CI_BARS
-from skewbench.analysis.sections.common import figure, load, markdown, study_table
+from skewbench.analysis.sections.common import figure, latency, load, markdown, study_table
 
 
 def storm(folder: Path) -> list[str]:
@@ -40,7 +40,7 @@ def _storm_like(folder: Path, name: str, how: str, note: str) -> list[str]:
     grid.set(xlabel="delay per message (ms)", ylabel="messages/s (mean, 95 % interval over seeds)")
     median = data.groupby(["delay_ms", "scheme"])[["throughput", "latency_p50"]].median().unstack("scheme")
     table = median["throughput"].assign(**{"kg / pkg": median["throughput"]["kg"] / median["throughput"]["pkg"],
-                                           "latency p50 kg / pkg": median["latency_p50"]["kg"] /
+                                           latency("latency p50 kg / pkg", data): median["latency_p50"]["kg"] /
                                            median["latency_p50"]["pkg"]})
     lines = [f"## PKG Storm experiment on Spark — word count, WP, 1 source, 9 workers, {how}", "",
              figure(folder, f"{name}_throughput", grid), "", markdown(table.reset_index().round(3)), ""]

@@ -37,6 +37,7 @@ from skewbench.bench.study import Study, run_study
 SCHEMES = ["kg", "sg", "pkg", "dkg"]
 RATE = 5000  # tuples/s, about DKG's measured throughput (Table 3)
 SKEWS = [*range(0, 101, 10), 68]  # Table 2's country sets, and Table 3's 68 %
+SEEDS = 5  # hash seeds behind every point an order is claimed between (analysis/fidelity.py SEEDS_NEEDED)
 COUNTRY_MESSAGES = 10_000_000  # Table 2
 ELECTION = f"zipf:p1=0.68,keys=1000000,rate={RATE}"
 ELECTION_MESSAGES = 5_320_000  # Table 3: throughput × latency / 1000, the same for all four schemes
@@ -53,7 +54,7 @@ def country(skew_pct: int) -> str:
     return f"country:skew={skew_pct / 100},rate={RATE}"
 
 
-def skew_sweep(messages: int, repeat: int = 3):
+def skew_sweep(messages: int, repeat: int = SEEDS):
     """Figs. 10-11 as one table with a ``skew`` column (%), so a trend over skew is one series."""
 
     def write(path: Path) -> None:
@@ -78,9 +79,10 @@ def experiments(messages: int | None) -> dict:
         **{f"dkg_skew_{r:03d}": (Study(country(r), SCHEMES, [10], [5], country_m), False) for r in SKEWS},
         "dkg_fig11": skew_sweep(country_m),
         # twitter-election: Table 3 and Fig. 9(a) (W = 10, S = 5), Fig. 12 (W = 10, 50, 100), Fig. 13 (S = 5..20).
-        "dkg_fig12": (Study(ELECTION, SCHEMES, [10, 50, 100], [5], election_m, repeat=3), False),
-        "dkg_fig13": (Study(ELECTION, SCHEMES, [10], [5, 10, 15, 20], election_m, repeat=3), False),
+        "dkg_fig12": (Study(ELECTION, SCHEMES, [10, 50, 100], [5], election_m, repeat=SEEDS), False),
+        "dkg_fig13": (Study(ELECTION, SCHEMES, [10], [5, 10, 15, 20], election_m, repeat=SEEDS), False),
     }
     for name, (workload, published) in REAL.items():  # Fig. 9(b-e), 5 spouts and 10 workers
-        chosen[f"dkg_real_{name}"] = (Study(workload, SCHEMES, [10], [5], size(min(published, CAP), messages)), False)
+        chosen[f"dkg_real_{name}"] = (Study(workload, SCHEMES, [10], [5], size(min(published, CAP), messages),
+                                             repeat=SEEDS), False)
     return chosen

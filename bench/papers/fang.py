@@ -38,6 +38,7 @@ from skewbench.workloads.synthetic import swap_load
 
 ZIPF = "zipf:z=1.0,keys=100000"
 Z, F, THETA, BETA = 0.85, 1.0, 0.08, 1.5  # Table 2 defaults
+SEEDS = 5  # streams and hash seeds behind every point an order is claimed between (planning, fluctuation, Fig. 14)
 KEYS, WORKERS, TABLE = 10_000, 15, 3000  # our reading (module docstring)
 TUPLES = 200_000  # tuples per interval (not stated; only the shares matter)
 INTERVALS = 20  # controller steps per run (Fig. 7 shows 50; 20 keep the sweeps within budget)
@@ -243,30 +244,36 @@ def planning(out: Path, messages: int | None) -> None:
     """Figs. 8-10: Mixed vs MinTable with windows 1 and 5, over W, θ_max and K."""
     tuples = _tuples(messages)
     rows = []
-    for window in (1, 5):
-        for scheme in ("mixed", "mintable"):
-            for w in (5, 10, 15, 20, 30, 40):
-                rows.append(_point(scheme, workers=w, window=window, tuples=tuples, sweep="workers"))
-            for theta in (0.02, 0.04, 0.08, 0.16, 0.32, 0.64):
-                rows.append(_point(scheme, theta=theta, window=window, tuples=tuples, sweep="theta"))
-            for keys in (5_000, 10_000, 100_000, 1_000_000):
-                rows.append(_point(scheme, keys=keys, window=window, tuples=max(tuples, 20 * keys) if keys > 10_000
-                                   else tuples, intervals=5 if keys > 100_000 else INTERVALS, sweep="keys"))
-    _write(out, rows, {"figure": "Fang Figs. 8-10", "defaults": {"keys": KEYS, "workers": WORKERS, "theta": THETA,
-                                                                  "f": F, "z": Z, "table_max": TABLE}})
+    for seed in range(SEEDS):
+        for window in (1, 5):
+            for scheme in ("mixed", "mintable"):
+                at = dict(window=window, seed=seed)
+                for w in (5, 10, 15, 20, 30, 40):
+                    rows.append(_point(scheme, workers=w, tuples=tuples, sweep="workers", **at))
+                for theta in (0.02, 0.04, 0.08, 0.16, 0.32, 0.64):
+                    rows.append(_point(scheme, theta=theta, tuples=tuples, sweep="theta", **at))
+                for keys in (5_000, 10_000, 100_000, 1_000_000):
+                    rows.append(_point(scheme, keys=keys, tuples=max(tuples, 20 * keys) if keys > 10_000 else tuples,
+                                       intervals=5 if keys > 100_000 else INTERVALS, sweep="keys", **at))
+    _write(out, rows, {"figure": "Fang Figs. 8-10", "seeds": SEEDS,
+                       "defaults": {"keys": KEYS, "workers": WORKERS, "theta": THETA, "f": F, "z": Z,
+                                    "table_max": TABLE}})
 
 
 def fluctuation(out: Path, messages: int | None) -> None:
     """Figs. 12-13: Mixed, brute-force Mixed and Readj (best of several σ), and Ideal, over f."""
     tuples = _tuples(messages)
     rows = []
-    for f in (0.0, 0.5, 1.0, 1.5, 2.0):
-        for scheme in ("mixed", "mixed-brute", "sg", "kg"):
-            rows.append(_point(scheme, f=f, tuples=tuples, intervals=10, sweep="f", best=True))
-        rows += _readj_best([_point("gedik-readj", f=f, tuples=tuples, intervals=10, sweep="f", sigma=sigma,
-                                    params=_params("gedik-readj", THETA, 1, WORKERS, KEYS, tuples, sigma))
-                             for sigma in sigmas(THETA)])
-    _write(out, rows, {"figure": "Fang Figs. 12-13", "readj": {"sigmas": sigmas(THETA), "best": "highest bottleneck"}})
+    for seed in range(SEEDS):
+        for f in (0.0, 0.5, 1.0, 1.5, 2.0):
+            at = dict(f=f, tuples=tuples, intervals=10, sweep="f", seed=seed)
+            for scheme in ("mixed", "mixed-brute", "sg", "kg"):
+                rows.append(_point(scheme, best=True, **at))
+            rows += _readj_best([_point("gedik-readj", sigma=sigma, **at,
+                                        params=_params("gedik-readj", THETA, 1, WORKERS, KEYS, tuples, sigma))
+                                 for sigma in sigmas(THETA)])
+    _write(out, rows, {"figure": "Fang Figs. 12-13", "seeds": SEEDS,
+                       "readj": {"sigmas": sigmas(THETA), "best": "highest bottleneck, per seed"}})
 
 
 def discretization(out: Path, messages: int | None) -> None:
@@ -347,16 +354,19 @@ def _scaled(spec: dict, messages: int | None) -> int:
 def real_theta(out: Path, messages: int | None) -> None:
     """Fig. 14: throughput share over θ_max on the Social and Stock stand-ins (PKG on Social only)."""
     rows = []
-    for name, spec in REAL.items():
-        tuples = _scaled(spec, messages)
-        common = dict(keys=spec["keys"], f=spec["f"], intervals=spec["intervals"], tuples=tuples, dataset=name)
-        for theta in THETAS:
-            for scheme in ("mixed", "mintable", "kg") + (("pkg",) if name == "social" else ()):
-                rows.append({**_point(scheme, theta=theta, **common), "best": True})
-            rows += _readj_best([_point("gedik-readj", theta=theta, sigma=sigma, **common,
-                                        params=_params("gedik-readj", theta, 1, WORKERS, spec["keys"], tuples, sigma))
-                                 for sigma in sigmas(theta)])
-    _write(out, rows, {"figure": "Fang Fig. 14", "datasets": REAL, "thetas": THETAS})
+    for seed in range(SEEDS):
+        for name, spec in REAL.items():
+            tuples = _scaled(spec, messages)
+            common = dict(keys=spec["keys"], f=spec["f"], intervals=spec["intervals"], tuples=tuples, dataset=name,
+                          seed=seed)
+            for theta in THETAS:
+                for scheme in ("mixed", "mintable", "kg") + (("pkg",) if name == "social" else ()):
+                    rows.append({**_point(scheme, theta=theta, **common), "best": True})
+                rows += _readj_best([_point("gedik-readj", theta=theta, sigma=sigma, **common,
+                                            params=_params("gedik-readj", theta, 1, WORKERS, spec["keys"], tuples,
+                                                           sigma))
+                                     for sigma in sigmas(theta)])
+    _write(out, rows, {"figure": "Fang Fig. 14", "datasets": REAL, "thetas": THETAS, "seeds": SEEDS})
 
 
 def real_scale_out(out: Path, messages: int | None) -> None:

@@ -125,6 +125,33 @@ def worker_tasks(spec: str, workers: int, cores: int, delay_mode: str) -> int:
     return min(workers, max(cores, 1)) if uses(spec, "packs") and delay_mode == "sleep" else workers
 
 
+#: How a run realises its injected delay (:func:`work_mode`), named beside every Spark result.
+WORK_MODES = ("none", "spin", "sleep", "emulated")
+
+
+def work_mode(delay_ms: float, delay_mode: str, spec: str, workers: int, cores: int) -> str:
+    """How a run on ``cores`` realises its injected delay (:func:`work_of` of its worker stage's tasks)."""
+    return work_of(delay_ms, delay_mode, worker_tasks(spec, workers, cores, delay_mode), workers)
+
+
+def work_of(delay_ms: float, delay_mode: str, tasks: int, workers: int) -> str:
+    """``none`` without delay; ``spin``: every message burns its delay of CPU, as the papers' bolts do (real
+    work, honest where each worker slot has a core); ``sleep``: each worker sleeps its batch's delay in a task
+    of its own (wall time, no CPU); ``emulated``: workers packed in fewer tasks (``pack``, a task per core),
+    whose finish times are computed from the delay as if each had a slot of its own."""
+    if not delay_ms:
+        return "none"
+    if delay_mode == "spin":
+        return "spin"
+    return "emulated" if tasks < workers else "sleep"
+
+
+def latency_source(work: str, spec: str) -> str:
+    """``computed`` where a message's latency comes from a finish time the worker computed rather than lived
+    (emulated work whose sleep a closing group takes, ``defer-sleep``), else ``observed``."""
+    return "computed" if work == "emulated" and uses(spec, "defers") else "observed"
+
+
 def uses(spec: str, flag: str) -> bool:
     """Whether a lever of the set changes the query as ``flag`` (a :class:`Lever` field: packs, defers) says."""
     return any(getattr(LEVERS[name], flag) for name in parse(spec))

@@ -15,14 +15,23 @@ seconds (or until the run ends, if sooner), then its daemons are started again b
   (:func:`~skewbench.bench.spark.run.resume`), as a cluster manager restarting a failed driver would; the
   master ends the dead driver's application and its executors, the new one gets its own.
 
+Two faults strike a message, not a node, in the source (:mod:`~skewbench.bench.spark.source`), with no DOWN:
+
+* ``lose`` — ``lose@AT``: the source drops the copies of the message at the share AT of the stream after
+  routing it, as a network that loses a message would; it never reaches a worker, so the run's driver waits
+  for it until its watchdog fails the run (:class:`~skewbench.bench.spark.run.Watchdog`).
+* ``duplicate`` — ``duplicate@AT``: the source sends that message again in the next micro-batch (none when
+  its batch is the stream's last), routed anew with that batch, as a sender that resends a message would; the
+  driver counts it twice (``duplicates``) and the run fails.
+
 The run's checks stay what they are: the final answer must equal the reference, and messages in = messages
 counted.  Each fault's ``recovery_s`` in the run's summary (``faults``) is the time from the kill until the
 end of the first micro-batch that began after it and ran at the pace of the batches before it (at most
 :data:`PACE` × their median duration): the time the pipeline was slower than before.  ``None`` when no such
 batch came before the run ended.
 
-Faults need the local cluster in network namespaces (a killed node is a namespace's processes); on VMs,
-stop and start the instances instead.
+Node faults need the local cluster in network namespaces (a killed node is a namespace's processes); on
+VMs, stop and start the instances instead.  Source faults run anywhere.
 """
 
 from __future__ import annotations
@@ -45,10 +54,12 @@ import pandas as pd
 
 from skewbench.bench.spark.ingest import stop_left
 
-KINDS = ("worker", "broker", "driver")
+SOURCE_KINDS = ("lose", "duplicate")  # what the source does to one message; no node goes down
+KINDS = ("worker", "broker", "driver", *SOURCE_KINDS)
 PACE = 1.5  # a batch no longer than this × the median before the fault is back at the old pace
 SETTLE_S = 120  # the most a restarted node may take to be back (a worker registered with the master)
-_SPEC = re.compile(r"(?P<kind>[a-z]+)@(?P<at>[0-9.]+)\+(?P<down>[0-9.]+)")
+_NUMBER = r"[0-9]+\.?[0-9]*|\.[0-9]+"  # what float() reads of digits and one point ("1.2.3" is no number)
+_SPEC = re.compile(rf"(?P<kind>[a-z]+)@(?P<at>{_NUMBER})(?:\+(?P<down>{_NUMBER}))?")
 
 
 class FaultError(ValueError):
@@ -67,9 +78,12 @@ class Fault:
         if not found:
             raise FaultError(f"fault {spec!r} is not KIND@AT+DOWN (e.g. worker@0.4+5: the last worker node killed "
                              f"when 40 % of the messages are done, started again 5 s later)")
-        kind, at, down = found["kind"], float(found["at"]), float(found["down"])
+        kind, at, down = found["kind"], float(found["at"]), float(found["down"] or 0)
         if kind not in KINDS:
             raise FaultError(f"fault {spec!r}: unknown kind {kind!r}; give one of {', '.join(KINDS)}")
+        if (found["down"] is None) != (kind in SOURCE_KINDS):
+            raise FaultError(f"fault {spec!r}: a node fault is KIND@AT+DOWN, a source fault "
+                             f"({', '.join(SOURCE_KINDS)}) KIND@AT without DOWN")
         if not 0 < at < 1 or down > 600:
             raise FaultError(f"fault {spec!r}: AT must be between 0 and 1 (a share of the messages) and DOWN at "
                              f"most 600 s")
@@ -77,7 +91,11 @@ class Fault:
 
     @property
     def name(self) -> str:
-        return f"{self.kind}@{self.at:g}+{self.down:g}"
+        return f"{self.kind}@{self.at:g}" + ("" if self.kind in SOURCE_KINDS else f"+{self.down:g}")
+
+    def message(self, messages: int) -> int:
+        """The message a source fault strikes: the one at the share AT of the stream."""
+        return min(messages - 1, int(self.at * messages))
 
 
 def parse_all(specs: str) -> list[Fault]:
@@ -88,10 +106,17 @@ def parse_all(specs: str) -> list[Fault]:
     return faults
 
 
+def source_options(specs: str, messages: int) -> dict[str, str]:
+    """The source faults as the "skewbench" source's options (:mod:`~skewbench.bench.spark.source`): for each
+    kind, the messages it strikes, comma-separated ("" for none)."""
+    faults = parse_all(specs)
+    return {kind: ",".join(str(f.message(messages)) for f in faults if f.kind == kind) for kind in SOURCE_KINDS}
+
+
 def check(specs: str, ingest: str, cluster: Path | None) -> list[Fault]:
     """The faults, or FaultError when this run cannot have them."""
     faults = parse_all(specs)
-    if not faults:
+    if all(f.kind in SOURCE_KINDS for f in faults):  # none, or only the source's: no node to reach
         return faults
     if any(f.kind == "broker" for f in faults) and ingest != "locust":
         raise FaultError("a broker fault needs --ingest locust: the generated stream never reads the broker")
@@ -123,7 +148,7 @@ class Injector:
     :class:`Supervisor` adds the driver's."""
 
     def __init__(self, faults: list[Fault], cluster: Path | None, folder: Path, log=None):
-        self.faults = [f for f in faults if f.kind != "driver"]
+        self.faults = [f for f in faults if f.kind in ("worker", "broker")]
         self.cluster, self.path, self.log = cluster, folder / "faults.json", log
         self.strikes = load_strikes(self.path)
 

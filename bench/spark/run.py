@@ -9,6 +9,7 @@ cores with the ``pack`` lever, :func:`~skewbench.bench.spark.engine.worker_tasks
 one closing group more per task) → ``foreachBatch`` on the driver, which writes every batch's app outputs
 (Arrow) and worker metrics (Parquet).  The run ends when all N messages have been processed and every
 worker sent its final state; then ``app.combine`` (outputs + states) is compared with ``app.reference``.
+A run that stops progressing before then — a message lost — fails (:class:`Watchdog`, :class:`RunFailed`).
 
 Written into ``DIR.partial`` and renamed to ``DIR`` when complete (an ``INCOMPLETE`` marker is left
 after a failure or Ctrl-C):
@@ -59,7 +60,7 @@ from skewbench.bench.spark import engine, faults, feedback, routing
 from skewbench.bench.spark.engine import DEFAULT as LEVERS_DEFAULT
 from skewbench.bench.broker import Broker, BrokerError
 from skewbench.bench.spark.ingest import PATHS, Ingest
-from skewbench.bench.spark.latency import batch_messages, first_arrival
+from skewbench.bench.spark.latency import batch_messages, first_arrival, seqs
 from skewbench.bench.spark.summary import OVERHEAD_PARTS, batch_table, summarize  # noqa: F401  (re-exported)
 from skewbench.spark.groups import preimages
 
@@ -70,6 +71,15 @@ DEFAULT_CONF_DIR = ROOT / ".cluster" / "loadgen" / "conf"
 
 class RunError(ValueError):
     """Bad input or environment: reported in one line, exit code 2."""
+
+
+class RunFailed(RuntimeError):
+    """The run measured nothing valid — messages lost, the pipeline stalled: reported in one line, exit code 1;
+    its ``DIR.partial`` keeps what it did and, in :data:`FAILED`, why."""
+
+
+#: In a failed run's folder: ``{"reasons": [...]}``, each a line saying why the run failed.
+FAILED = "failed.json"
 
 
 @dataclass
@@ -273,9 +283,11 @@ def check_live(config: Config, proto) -> None:
 class Collector:
     """The ``foreachBatch`` function: writes each batch's outputs and metrics, keeps the last states
     and every message's latency (8 bytes per message: the driver must hold a run of millions), and
-    counts each message once: ``done`` the distinct messages handled, ``duplicates`` those handled
-    again in a later batch (a replay that was not exactly once; None with live routing, whose held rows
-    are handled in a later batch than their message's other copies)."""
+    counts each message once: ``done`` the distinct messages handled, ``duplicates`` the messages
+    handled twice.  Without live routing every copy of a message is handled in the batch it arrives in,
+    so a message handled in a second batch is a duplicate (a replay that was not exactly once).  With live
+    routing a held row is handled in a later batch than its message's other copies, and :class:`Copies`
+    counts per copy instead."""
 
     def __init__(self, folder: Path, messages: int, publisher=None, feed=None):
         self.folder, self.publisher = folder, publisher  # publisher: live routing's (bench.spark.live)
@@ -285,7 +297,8 @@ class Collector:
         driver_folder(folder).mkdir(parents=True, exist_ok=True)
         self.seen = np.zeros(messages, dtype=bool)
         self.done = 0
-        self.duplicates = 0 if publisher is None else None
+        self.duplicates = 0
+        self.copies = Copies(messages) if publisher is not None else None
         self.batches = 0
         self.last_batch = -1
         self.states: dict[int, object] = {}
@@ -310,7 +323,7 @@ class Collector:
                                   self.folder / "outputs" / f"{name}.arrow", compression="uncompressed")
         metrics = pd.DataFrame([{"batch": batch_id, **{k: r[k] for k in METRICS}} for r in records])
         metrics.to_parquet(self.folder / "metrics" / f"{name}.parquet", index=False)
-        kept = [{k: r[k] for k in KEPT} for r in records]  # what count() needs again after a driver restart
+        kept = [kept_of(r) for r in records]
         part = driver_folder(self.folder) / f"{name}.part"
         part.write_bytes(pickle.dumps(kept))
         part.replace(part.with_suffix(".pickle"))
@@ -332,10 +345,13 @@ class Collector:
         again = int(self.seen[seq].sum())
         self.seen[seq] = True
         self.done += len(seq) - again
-        if self.duplicates is not None:
-            self.duplicates += again
+        self.duplicates += again if self.copies is None else self.copies.count(records)
         self.batches += 1
         self.last_batch = batch_id
+
+    def missing(self) -> np.ndarray:
+        """The messages no worker has handled yet, ascending."""
+        return np.flatnonzero(~self.seen)
 
     def restore(self) -> None:
         """After a driver restart: count again every batch Spark committed before (its commit log); a batch
@@ -348,7 +364,112 @@ class Collector:
                            pd.read_parquet(self.folder / "metrics" / f"{path.stem}.parquet"))
 
 
-KEPT = ("worker", "messages", "t_end", "state", "final")  # of a worker record, in the driver's checkpoint
+#: Of a worker record, what :meth:`Collector.count` reads, kept in the driver's checkpoint for a restart.
+KEPT = ("worker", "messages", "t_end", "state", "final", "received")  # (received: live routing's alone)
+
+
+def kept_of(record: dict) -> dict:
+    return {k: record[k] for k in KEPT if k in record}
+
+
+class Copies:
+    """Duplicates under live routing, counted per message copy, exactly.
+
+    A copy is a (message, worker) pair: a worker gets at most one copy of a message, and its record of a batch
+    says which messages it received (``received``, before any row waits for its key's state) and which it
+    handled (``messages``: the rows ready, and the held rows released).  A copy is received once, in the batch
+    its message is routed in, and handled once, then or in a later batch when it was held.  So a message
+    received in a second batch was delivered twice (a replay that was not exactly once, or a source that sent
+    it again), and a copy handled when no receipt of it is waiting was handled twice.  The copies received and
+    not yet handled — the held rows — are all this keeps beside one flag per message: held copies handled in a
+    later batch are the pipeline's deferral, never duplicates.  ``count`` returns the messages of a batch with
+    either (a message with both counts twice)."""
+
+    WORKER_BITS = 20  # a copy's key: seq << WORKER_BITS | worker
+
+    def __init__(self, messages: int):
+        self.received = np.zeros(messages, dtype=bool)
+        self.waiting = np.empty(0, dtype=np.int64)  # the keys of the copies received and not handled yet
+
+    def count(self, records: list[dict]) -> int:
+        """The batch's duplicate messages (``records``: the workers' records of one batch)."""
+        arrived = self._keys(records, "received")
+        seq = np.unique(arrived >> self.WORKER_BITS)
+        again = int(self.received[seq].sum())
+        self.received[seq] = True
+        waiting = np.union1d(self.waiting, arrived)
+        handled = self._keys(records, "messages")
+        unawaited = handled[~np.isin(handled, waiting)]
+        self.waiting = np.setdiff1d(waiting, handled)
+        return again + len(np.unique(unawaited >> self.WORKER_BITS))
+
+    def _keys(self, records: list[dict], field: str) -> np.ndarray:
+        keys = [seqs(r[field]) << self.WORKER_BITS | r["worker"] for r in records if field in r]
+        return np.concatenate(keys) if keys else np.empty(0, dtype=np.int64)
+
+
+class Watchdog:
+    """Fails a run that stops making progress instead of waiting for it forever: a lost message never comes.
+
+    Progress is a message counted for the first time, a batch counted, or a node struck or started again by
+    ``--faults``.  With none for :meth:`limit` seconds, :meth:`check` raises :class:`RunFailed` naming what is
+    missing.  Before this driver's first batch the limit is :data:`START_S` plus :data:`STALL_FACTOR` times
+    a batch's expected time (the time its messages take to arrive at the offered rate, or the whole batch's
+    injected delay, as if one worker had it all: a bound, never a guess); after it, :data:`STALL_FACTOR`
+    times the longest wait between two progresses so far or that arrival time, and at least :data:`STALL_S`.
+    """
+
+    def __init__(self, config: Config, messages: int):
+        self.messages, self.width = messages, config.width()
+        arrival = batch_rows(config) / config.rate if config.rate else 0.0
+        self.arrival = arrival
+        self.first = START_S + STALL_FACTOR * max(arrival, batch_rows(config) * config.delay_ms / 1000)
+        self.seen = (-1, -1, -1)  # (messages done, batches, fault events) at the last progress
+        self.since = time.monotonic()
+        self.longest = 0.0  # the longest wait between two progresses after this driver's first batch
+        self.batches = None  # the batches counted when this driver started (a restarted driver's restore)
+
+    def limit(self) -> float:
+        if self.batches is None or self.seen[1] <= self.batches:
+            return self.first
+        return max(STALL_S, STALL_FACTOR * max(self.longest, self.arrival))
+
+    def check(self, collector: Collector, injector: faults.Injector) -> None:
+        """Note any progress; :class:`RunFailed` when there was none for :meth:`limit` seconds."""
+        now = time.monotonic()
+        state = (collector.done, collector.batches,
+                 sum(1 + (s.restarted_at is not None) for s in injector.strikes))
+        if self.batches is None:
+            self.batches = collector.batches
+        if state != self.seen:
+            if self.seen[1] > self.batches and state[:2] != self.seen[:2]:  # a wait for a batch, after this
+                self.longest = max(self.longest, now - self.since)  # driver's first
+            self.seen, self.since = state, now
+            return
+        quiet = now - self.since
+        if quiet > self.limit():
+            raise RunFailed(self.describe(collector, quiet))
+
+    def describe(self, collector: Collector, quiet: float) -> str:
+        """One line: how long nothing came, after which batch, and what is missing."""
+        if collector.last_batch < 0:
+            return f"stalled: no progress for {quiet:.0f} s and no batch ran ({collector.done:,} of " \
+                   f"{self.messages:,} messages counted)"
+        where = f"no progress for {quiet:.0f} s after batch {collector.last_batch}"
+        missing = collector.missing()
+        if len(missing):
+            return f"lost: {where}: {len(missing):,} of {self.messages:,} messages never arrived " \
+                   f"(message {int(missing[0]):,} first)"
+        return f"stalled: {where}: every message arrived, but {self.width - len(collector.states)} of " \
+               f"{self.width} workers sent no final state"
+
+
+# On this 2-core machine under load 8-12 (other test suites beside), the first batch came 42-80 s after the query
+# started, batches 2-4 s apart, the batch after a worker node's kill 2 s after it, a restarted driver's first batch
+# 28 s after it began: each limit below holds with room on a machine three times slower.
+START_S = 300.0  # before a driver's first batch: Spark plans the query, starts its executors' Python workers, the JIT
+STALL_FACTOR = 4  # a wait this many times the longest one so far is no longer a slow batch
+STALL_S = 30.0  # the shortest limit after the first batch: a lost message fails its run 30 s after the last batch
 
 
 def driver_folder(folder: Path) -> Path:
@@ -377,7 +498,8 @@ def start_query(spark, config: Config, app, folder: Path, collector: Collector, 
               .option("rate", config.rate).option("max_rows_per_trigger", batch_rows(config))
               .option("app", config.app).option("scheme", config.scheme).option("workers", width)
               .option("closers", closers).option("routers", str(routers_folder(folder))).option("versions", versions)
-              .option("params", config.params).option("loads", loads).option("stream_file", stream_file).load())
+              .option("params", config.params).option("loads", loads).option("stream_file", stream_file)
+              .options(**faults.source_options(config.faults, config.messages)).load())
     # Computing wg in Spark is also the projection that turns the source's Arrow-backed bundles into
     # UnsafeRows before the shuffle (straight from Python, the shuffle write fails: ColumnarBatchRow).
     routed = routed.withColumn("wg", F.element_at(F.array(*[F.lit(int(v)).cast("bigint") for v in groups]),
@@ -551,6 +673,9 @@ def supervised(config: Config, log=sys.stderr) -> dict:
     killed and restarted from the checkpoints as the faults say; returns the finished run's summary."""
     check(config)
     code = faults.Supervisor(config, log).run()
+    failed = Path(f"{config.out}.partial") / FAILED
+    if code and failed.exists():  # the driver's watchdog said why
+        raise RunFailed("; ".join(json.loads(failed.read_text())["reasons"]))
     if code:
         raise RuntimeError(f"the run's last driver exited with {code}: see {config.out}.partial and the log above")
     return json.loads((Path(config.out) / "summary.json").read_text())
@@ -626,6 +751,7 @@ def drive(config: Config, app, status: dict, folder: Path, log, spark=None, prof
             query = start_query(spark, config, app, folder, collector, shared.share(spark, stream), tasks, closers,
                                 ingest)
             last = 0.0
+            watchdog = Watchdog(config, stream.messages)
             while collector.done < stream.messages or len(collector.states) < config.width():
                 interrupts.check()
                 if profiler is not None:
@@ -635,6 +761,7 @@ def drive(config: Config, app, status: dict, folder: Path, log, spark=None, prof
                     raise RuntimeError(f"the streaming query failed: {query.exception()}")
                 if ingest is not None and ingest.failed():
                     raise RuntimeError(ingest.failed())
+                watchdog.check(collector, injector)
                 time.sleep(0.2)
                 progress.keep(query.lastProgress)
                 elapsed = time.time() - started
@@ -672,6 +799,9 @@ def drive(config: Config, app, status: dict, folder: Path, log, spark=None, prof
             (folder / "INCOMPLETE").unlink()
             folder.rename(config.out)
             return summary
+    except RunFailed as failure:
+        (folder / FAILED).write_text(json.dumps({"reasons": [str(failure)]}) + "\n")
+        raise
     finally:
         if query is not None:
             query.stop()
@@ -741,17 +871,21 @@ def network_shaping() -> dict | None:
 def main(argv: list[str]) -> int:
     """``python -m skewbench.bench.spark.run CONFIG.json ...``: several runs in one Spark application
     (what the tests use to pay the start-up once); prints one summary per line.  ``--resume DIR.partial``:
-    finish that run (:func:`resume`)."""
-    if argv[:1] == ["--resume"]:
-        print(json.dumps(resume(Path(argv[1]))), flush=True)
-        return 0
-    configs = [Config(**json.loads(Path(a).read_text())) for a in argv]
-    spark = session(master_url(configs[0]), "skewbench-runs")
+    finish that run (:func:`resume`).  A failed run (:class:`RunFailed`) stops it with one line, exit code 1."""
     try:
-        for config in configs:
-            print(json.dumps(run(config, spark=spark)), flush=True)
-    finally:
-        spark.stop()
+        if argv[:1] == ["--resume"]:
+            print(json.dumps(resume(Path(argv[1]))), flush=True)
+            return 0
+        configs = [Config(**json.loads(Path(a).read_text())) for a in argv]
+        spark = session(master_url(configs[0]), "skewbench-runs")
+        try:
+            for config in configs:
+                print(json.dumps(run(config, spark=spark)), flush=True)
+        finally:
+            spark.stop()
+    except RunFailed as failure:
+        print(f"skewbench: the run failed: {failure}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

@@ -10,7 +10,10 @@ each of the worker ids W .. W + C - 1 to every batch, the closing groups of the 
 stream with the executors (:func:`stream_of`); ``versions``: live routing's folder
 (:mod:`~skewbench.bench.spark.live`) — the offsets then also carry the batch's index and routing version,
 every source routes with that version, and source 0 adds the workers' control bundles; ``loads``: load
-feedback's folder (:mod:`~skewbench.bench.spark.feedback`).  With either, the micro-batches are
+feedback's folder (:mod:`~skewbench.bench.spark.feedback`); ``lose`` and ``duplicate``: the messages the source
+faults strike (comma-separated seqs, :mod:`~skewbench.bench.spark.faults`) — a lost message's copies are
+dropped after routing, a duplicated one is sent again in the next micro-batch, whose offset names it
+(``again``), so that a replay sends it again too.  With either of ``versions`` and ``loads``, the micro-batches are
 ``max_rows_per_trigger`` messages each, also at an open-loop ``rate`` (a batch waits for its last message):
 routing then depends on where batches end, and so they end at the same messages in every run and in the
 simulator.
@@ -131,13 +134,15 @@ class SourcePartition(InputPartition):
     """Source ``source``'s messages with ``start <= seq < end``; ``t0``/``at`` fix intended times.  With
     live routing, ``batch`` is the micro-batch's index and ``version`` the routing version it routes with,
     ``since`` that version's first message, ``first`` whether the batch is that version's first, ``announced``
-    the version announced for the next batch when the hand-over is ahead (:mod:`~skewbench.bench.spark.live`)."""
+    the version announced for the next batch when the hand-over is ahead (:mod:`~skewbench.bench.spark.live`);
+    ``again``: messages of earlier batches the source sends again (the ``duplicate`` fault)."""
 
     def __init__(self, source: int, start: int, end: int, t0: float, at: float, batch: int = 0, version: int = 0,
-                 first: bool = False, announced: int | None = None, since: int = 0):
+                 first: bool = False, announced: int | None = None, since: int = 0, again: tuple[int, ...] = ()):
         self.source, self.start, self.end, self.t0, self.at = source, start, end, t0, at
         self.batch, self.version, self.first, self.announced = batch, version, first, announced
         self.since = since
+        self.again = again  # the duplicate fault's messages of earlier batches, sent again with this one
 
 
 class Options:
@@ -160,6 +165,8 @@ class Options:
         self.versions = options.get("versions", "")  # live routing: the folder of the routing versions
         self.params = options.get("params", "")  # the scheme's parameters ("theta=0.02,...")
         self.loads = options.get("loads", "")  # load feedback: the folder of the true loads per batch
+        self.lose = _seqs(options.get("lose", ""))  # the source faults' messages (bench.spark.faults)
+        self.duplicate = _seqs(options.get("duplicate", ""))
 
     @cached_property
     def app(self):
@@ -230,7 +237,16 @@ class SkewbenchStreamReader(DataSourceStreamReader):
                        "announced": live.announced(self.o.versions)}
         elif self.o.loads:  # the batch's index: which loads its sources sync to
             offset |= {"batch": start["batch"] + 1}
-        return offset
+        return offset | self._duplicates(start)
+
+    def _duplicates(self, start: dict) -> dict:
+        """The duplicate fault in the next offset: ``again``, the messages of earlier batches it sends again
+        (each once, in the first batch after its own), and ``duplicated``, those sent again so far."""
+        if not self.o.duplicate:
+            return {}
+        done = start.get("duplicated", [])
+        again = [d for d in self.o.duplicate if d < start["offset"] and d not in done]
+        return {"duplicated": done + again, "again": again}
 
     def partitions(self, start: dict, end: dict):
         if end["offset"] <= start["offset"]:
@@ -238,7 +254,8 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         batch, version = end.get("batch", 1) - 1, end.get("version", 0)
         first = version != start.get("version", 0)
         return [SourcePartition(j, start["offset"], end["offset"], end["t0"], end["at"], batch, version, first,
-                                end.get("announced"), end.get("since", 0)) for j in range(self.o.sources)]
+                                end.get("announced"), end.get("since", 0), tuple(end.get("again", ())))
+                for j in range(self.o.sources)]
 
     def _router(self, partition: SourcePartition, stream) -> tuple:
         """The router of ``partition``'s source, and the run it is kept under (None: nothing to keep).  Live
@@ -285,11 +302,17 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         o = self.o
         stream = o.stream()
         m = self.messages(partition, stream)
+        for seq in partition.again:  # the duplicate fault: its message again, before this batch's (seq order)
+            m = SkewbenchStreamReader.messages(self, SourcePartition(partition.source, seq, seq + 1, partition.t0,
+                                                                     partition.at), stream).then(m)
         batch = pd.DataFrame({"seq": m.seq, "fp": m.fp, **m.payload})
         router, run = self._router(partition, stream)
         sent = routing.route_batch(router, o.app, batch, m.clock)
         if run is not None:
             routing.keep(run, partition.source, partition.end, router, o.routers)
+        if o.lose:  # the lose fault: its message's copies dropped on their way to the workers
+            kept = ~np.isin(m.seq[sent.row], o.lose)
+            sent = type(sent)(*(part[kept] for part in sent))
         copies = m.take(sent.row)
         worker, role = sent.worker, np.where(sent.store, STORE, PROBE).astype(np.int8)
         if partition.end == o.messages and partition.source == 0:  # a flush copy of message 0 for every worker
@@ -316,6 +339,11 @@ class SkewbenchStreamReader(DataSourceStreamReader):
         return Messages(np.full(o.workers, o.messages, np.int64), labels_of(stream).take(stream.ids[zero]),
                         stream.fps.view(np.int64)[zero], np.full(o.workers, self.flush_time(partition)),
                         stream.clock[zero], {c: stream.payload[c][zero] for c in o.payload})
+
+
+def _seqs(text: str) -> tuple[int, ...]:
+    """Comma-separated message seqs ("" for none)."""
+    return tuple(int(part) for part in text.split(",") if part)
 
 
 def bundles(rows: pa.Table, worker: np.ndarray, source: int) -> pa.RecordBatch:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from pyarrow import feather
 
-from skewbench.bench.spark.engine import canonical
+from skewbench.bench.spark.engine import canonical, latency_source, work_of
 
 if TYPE_CHECKING:
     from skewbench.bench.spark.run import Collector, Config
@@ -80,6 +80,34 @@ def final_counters(metrics: pd.DataFrame) -> int:
     return int(metrics.sort_values("batch", kind="stable").groupby("worker")["state_entries"].last().sum())
 
 
+def failures(summary: dict, simulated: tuple[np.ndarray, np.ndarray] | None = None) -> list[str]:
+    """Why a finished run's numbers cannot be reported, one line each ([] for a run that passed): an answer
+    other than the single-process reference's, messages counted twice, and with ``simulated`` (every worker's
+    stored and probe copies in the simulator) a worker that did other work than simulated."""
+    reasons = ["incorrect answer"] if not summary["correct"] else []
+    if simulated is not None and (differ := unlike(summary, *simulated)):
+        reasons.append(f"not simulator-exact: {differ}")
+    if duplicates := summary.get("duplicates"):
+        reasons.append(f"{duplicates:,} message{'s' if duplicates > 1 else ''} counted twice")
+    return reasons
+
+
+def unlike(summary: dict, stored: np.ndarray, probed: np.ndarray) -> str:
+    """The first worker whose stored or probe copies differ from the simulator's ("" when none does)."""
+    for what, spark, sim in (("stored", summary["worker_messages"], stored),
+                             ("probed", summary["worker_probes"], probed)):
+        sim = [int(v) for v in sim]
+        if spark == sim:
+            continue
+        if len(spark) != len(sim):
+            return f"{len(spark)} workers {what} copies, {len(sim)} simulated"
+        differ = [i for i, (a, b) in enumerate(zip(spark, sim)) if a != b]
+        more = f" (and {len(differ) - 1} more workers)" if len(differ) > 1 else ""
+        i = differ[0]
+        return f"worker {i} {what} {spark[i]:,} vs simulated {sim[i]:,}{more}"
+    return ""
+
+
 def summarize(config: Config, app, stream, collector: Collector, batches: pd.DataFrame, elapsed: float,
               delay_mode: str, tasks: int) -> dict:
     metrics = pd.concat(collector.metrics, ignore_index=True)
@@ -101,11 +129,13 @@ def summarize(config: Config, app, stream, collector: Collector, batches: pd.Dat
     intended, actual = metrics["delay_intended"].to_numpy(), metrics["delay_actual"].to_numpy()
     sizable = intended >= 0.01  # per-batch accuracy is judged where at least 10 ms were asked for
     mean = stored.mean()
+    work = work_of(config.delay_ms, delay_mode, tasks, W)
     return {
         "app": config.app, "scheme": config.scheme, "workload": config.workload or app.default_workload,
         "messages": stream.messages, "workers": W, "sources": config.sources, "split": config.split,
         "delay_ms": config.delay_ms, "delay_mode": delay_mode, "rate": config.rate, "seed": config.seed,
-        "levers": canonical(config.levers), "correct": correct,
+        "levers": canonical(config.levers), "work": work, "latency_source": latency_source(work, config.levers),
+        "correct": correct,
         "messages_counted": collector.done, "duplicates": collector.duplicates,  # in = counted, 0: exactly once
         "batches": int(len(batches)), "elapsed_seconds": elapsed,
         "warmup": f"batch {first} ({len(collector.latency.get(first, []))} messages) excluded",

@@ -26,7 +26,8 @@ def _infra_cluster_tests():
 def spark_cluster(tmp_path_factory):
     """The driver configuration folder (SPARK_CONF_DIR) of a running 2-worker × 2-core cluster with a broker."""
     if shutil.which("java") is None and os.geteuid() != 0:
-        pytest.skip("Java is missing and only root may install it (apt-get install openjdk-17-jre-headless)")
+        pytest.skip("Java is missing and only root may install it: sudo apt-get install openjdk-17-jre-headless, "
+                    "or run as root (the cluster's Ansible installs it)")
     infra = _infra_cluster_tests()
     net, prefix = infra.free_slot(8, 18, 28, 38)
     directory = tmp_path_factory.mktemp("spark-cluster")

@@ -1,7 +1,7 @@
 """skewbench.spark on the local cluster: examples/balanced_wordcount.py as docs/spark-api.md runs it
-(spark-submit) counts a skewed stream exactly, routing every word as the simulator does, and refuses a restart
-with another scheme; a micro-batch that Spark runs again after a failure routes and counts as the first time;
-`skewbench api-bench` measures plain and balanced operators with the same answer."""
+(spark-submit), restarted where its query died after writing a micro-batch, runs that batch again as the first
+time and counts a skewed stream exactly, routing every word as the simulator does, and refuses a restart with
+another scheme; `skewbench api-bench` measures plain and balanced operators with the same answer."""
 import collections
 import os
 import subprocess
@@ -52,25 +52,8 @@ def routed_as_the_simulator(counts_dir: Path, words: list[str]) -> None:
     assert partials.groupby("word")["skewbench_worker"].nunique().max() == 2  # the hot words were split
 
 
-@pytest.mark.spark
-def test_the_example_job_counts_exactly_routes_as_the_simulator_and_keeps_its_scheme(spark_cluster, tmp_path):
-    from skewbench.spark import merged
-
-    batches = texts(tmp_path / "texts", 3)
-    done = submit(spark_cluster, EXAMPLE, tmp_path / "texts", tmp_path / "out", "--scheme", "pkg", "--workers", "4")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    words = [w for batch in batches for w in batch]
-    assert merged(tmp_path / "out" / "counts", "word", sum_of).to_dict() == dict(collections.Counter(words))
-    assert collections.Counter(words).most_common(1)[0][0] in done.stdout  # the top ten printed
-    routed_as_the_simulator(tmp_path / "out" / "counts", words)
-
-    refused = submit(spark_cluster, EXAMPLE, tmp_path / "texts", tmp_path / "out", "--scheme", "dchoices",
-                     "--workers", "4")
-    assert refused.returncode == 2 and "scheme 'pkg' -> 'dchoices'" in refused.stdout, refused.stdout[-2000:]
-
-
-# The example's query, whose driver dies once after writing micro-batch FAIL_AT's partials and before Spark
-# commits the batch: the restarted query runs that batch again.
+# The example's query (its checkpoint and output folders, its split, its Balancer), whose driver dies after writing
+# micro-batch FAIL_AT's partials and before Spark commits the batch: the restarted query runs that batch again.
 DYING_JOB = """\
 import operator, sys
 from pyspark.sql import SparkSession, functions as F
@@ -79,7 +62,7 @@ from skewbench.spark import Balancer
 texts, out, fail_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
 spark = SparkSession.builder.config("spark.sql.shuffle.partitions", 4).getOrCreate()
 lines = spark.readStream.option("maxFilesPerTrigger", 1).text(texts)
-words = lines.select(F.explode(F.split("value", " ")).alias("word")).where("word != ''")
+words = lines.select(F.explode(F.split("value", r"\\s+")).alias("word")).where("word != ''")
 balancer = Balancer("word", scheme="pkg", workers=4, merge=operator.add, checkpoint=f"{out}/checkpoint")
 partials = balancer.per_key(balancer.route(words), lambda word, rows, total: (total or 0) + len(rows), "bigint")
 
@@ -100,10 +83,13 @@ except Exception:
 
 
 @pytest.mark.spark
-def test_a_micro_batch_run_again_after_a_failure_routes_and_counts_exactly_once(spark_cluster, tmp_path):
-    """Batch 1 fails after its partials were written (the offsets logged, the batch not committed): the restarted
-    query runs it again from batch 0's saved routers, overwrites its partials and goes on — counts exact, every
-    word routed as the simulator routes the whole stream."""
+def test_the_example_job_restarted_after_a_failure_counts_exactly_routes_as_the_simulator_and_keeps_its_scheme(
+        spark_cluster, tmp_path):
+    """The example's query dies after writing batch 1's partials (the offsets logged, the batch not committed);
+    examples/balanced_wordcount.py, run as docs/spark-api.md runs it (spark-submit), goes on from that checkpoint:
+    it runs batch 1 again from batch 0's saved routers, overwrites its partials and goes on — counts exact, the top
+    ten printed, every word routed as the simulator routes the whole stream; a restart with another scheme is
+    refused."""
     from skewbench.spark import merged
 
     words = [w for batch in texts(tmp_path / "texts", 3) for w in batch]
@@ -112,10 +98,15 @@ def test_a_micro_batch_run_again_after_a_failure_routes_and_counts_exactly_once(
     died = submit(spark_cluster, job, tmp_path / "texts", tmp_path / "out", "1")
     assert died.returncode == 3, died.stdout[-3000:] + died.stderr[-3000:]
     assert (tmp_path / "out" / "checkpoint" / "routers" / "source-0-batch-1.pickle").exists()  # the dead attempt's
-    again = submit(spark_cluster, job, tmp_path / "texts", tmp_path / "out", "-1")
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    done = submit(spark_cluster, EXAMPLE, tmp_path / "texts", tmp_path / "out", "--scheme", "pkg", "--workers", "4")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert merged(tmp_path / "out" / "counts", "word", sum_of).to_dict() == dict(collections.Counter(words))
+    assert collections.Counter(words).most_common(1)[0][0] in done.stdout  # the top ten printed
     routed_as_the_simulator(tmp_path / "out" / "counts", words)
+
+    refused = submit(spark_cluster, EXAMPLE, tmp_path / "texts", tmp_path / "out", "--scheme", "dchoices",
+                     "--workers", "4")
+    assert refused.returncode == 2 and "scheme 'pkg' -> 'dchoices'" in refused.stdout, refused.stdout[-2000:]
 
 
 def sum_of(a, b):
@@ -133,27 +124,28 @@ keys: 100
 cost_ms: 0.2
 batch_rows: 2000
 batches: 2
+operators: [python]
 """
 
 
 @pytest.mark.spark
 def test_api_bench_measures_plain_and_balanced_operators_with_the_same_answer(spark_cluster, tmp_path):
-    """`skewbench api-bench` on a tiny API study: every run correct, one row per operator and way with its
-    ratio to plain, the figure; the folder is never written twice."""
+    """`skewbench api-bench` on a tiny API study (the Python operator, no warm-up run): every run correct, one row
+    per operator and way with its ratio to plain, the figure; the folder is never written twice."""
     import sys
 
     import pandas as pd
 
     study, out = tmp_path / "api-tiny.yaml", tmp_path / "api"
     study.write_text(TINY_API_STUDY)
-    command = [sys.executable, "-m", "skewbench.cli", "api-bench", str(study), "--out", str(out)]
+    command = [sys.executable, "-m", "skewbench.cli", "api-bench", str(study), "--out", str(out), "--warm-up", "0"]
     env = {**os.environ, "SPARK_CONF_DIR": str(spark_cluster)}
     done = subprocess.run(command, cwd=ROOT, text=True, capture_output=True, timeout=900, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     table = pd.read_csv(out / "results.csv")
     assert (table["seed"] == 0).all()
-    assert sorted(zip(table["operator"], table["way"])) == [("python", "pkg"), ("python", "plain"), ("sum", "pkg"),
-                                                            ("sum", "plain")]
+    assert sorted(zip(table["operator"], table["way"])) == [("python", "pkg"), ("python", "plain")]
+    assert "warm-up" not in done.stderr and not (out / "runs" / "warm-up").exists()  # --warm-up 0
     assert table["correct"].all() and (table["rows"] == 4000).all()
     assert (table.loc[table["way"] == "plain", "over_plain"] == 1.0).all()
     assert (table.loc[table["way"] == "pkg", "partials"] > table.loc[table["way"] == "plain", "partials"].max()).all()

@@ -162,7 +162,7 @@ def test_an_executor_killed_while_state_is_in_flight_changes_no_answer(live_runs
 
 @pytest.mark.parametrize("options, message", [
     (["--scheme", "kg", "--rebalance-every", "2"], "cannot rebalance"),
-    (["--scheme", "mixed", "--rebalance-every", "-1"], ">= 1 micro-batches"),
+    (["--scheme", "mixed", "--rebalance-every", "-1"], "--rebalance-every: must be an integer in 0..1,000,000"),
     (["--scheme", "kg", "--schedule", "0:4"], "outside the run's batches"),
     (["--scheme", "kg", "--schedule", "3:0"], "W must be >= 1"),
     (["--scheme", "kg", "--schedule", "3-4"], "BATCH:W pairs"),

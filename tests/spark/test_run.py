@@ -295,7 +295,7 @@ def test_unreachable_master_is_a_usage_error(tmp_path):
 
 
 @pytest.mark.parametrize("app,period,message", [("selfjoin", "2", "applies to wordcount, not selfjoin"),
-                                                ("wordcount", "-1", "must be >= 0")])
+                                                ("wordcount", "-1", "must be an integer in 0..1,000,000")])
 def test_bad_aggregation_period_is_a_usage_error(tmp_path, app, period, message):
     done = skewbench("run", "--app", app, "--scheme", "kg", "--workers", "2", "--aggregation-period", period,
                      "--out", str(tmp_path / "x"))
@@ -317,7 +317,7 @@ def test_existing_out_is_refused(tmp_path):
     assert list((tmp_path / "x").iterdir()) == []
 
 
-@pytest.mark.parametrize("scheme,rate,message", [("nope", "0", "unknown scheme"), ("pkg-probe", "-5", "--rate >= 0")])
+@pytest.mark.parametrize("scheme,rate,message", [("nope", "0", "unknown scheme"), ("pkg-probe", "-5", "--rate: must be a number in 0..")])
 def test_unsupported_scheme_or_rate_is_a_usage_error(tmp_path, scheme, rate, message):
     done = skewbench("run", "--app", "wordcount", "--scheme", scheme, "--workers", "2", "--rate", rate,
                      "--out", str(tmp_path / "x"))

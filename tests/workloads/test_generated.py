@@ -32,5 +32,5 @@ def test_long_streams_are_generated_when_read_and_others_held(monkeypatch):
 
 
 def test_bad_parameters_fail_before_anything_is_drawn():
-    with pytest.raises(registry.WorkloadError, match="keys must be >= 1"):
+    with pytest.raises(registry.WorkloadError, match="keys must be an integer in 1.."):
         parse("zipf:keys=0", messages=10**12)

@@ -131,13 +131,14 @@ def test_word_stream_samples_wordfreq_by_frequency():
 
 @pytest.mark.parametrize("spec,message", [
     ("nope", "unknown workload 'nope'; known workloads:"),
-    ("zipf:z=banana", "zipf: parameter z must be float, got 'banana'"),
-    ("zipf:keys=1.5", "zipf: parameter keys must be int"),
+    ("zipf:z=banana", "zipf: parameter z must be a number in 0..100, got 'banana'"),
+    ("zipf:keys=1.5", "zipf: parameter keys must be an integer in 1..100,000,000, got '1.5'"),
     ("zipf:zz=1", "zipf: unknown parameter 'zz'; its parameters: z, keys, p1, rate"),
     ("zipf:z", "bad workload SPEC"),
-    ("zipf:keys=0", "zipf: keys must be >= 1"),
+    ("zipf:keys=0", "zipf: parameter keys must be an integer in 1.."),
+    ("zipf:z=nan", "zipf: parameter z must be a number in 0..100, got 'nan'"),
     ("lognormal:preset=LN3", "unknown preset 'LN3'"),
-    ("country:skew=80", "skew is a share of the messages in [0, 1]"),
+    ("country:skew=80", "country: parameter skew must be a number in 0..1, got '80'"),
     ("wordfreq:lang=xx", "no 'large' list for lang='xx'"),
     ("wp:keys=5", "wp: unknown parameter 'keys'; its parameters: none"),
 ])
@@ -148,5 +149,5 @@ def test_bad_specs_say_what_is_wrong(spec, message):
 
 
 def test_messages_must_be_positive():
-    with pytest.raises(WorkloadError, match="messages must be >= 1"):
+    with pytest.raises(WorkloadError, match="zipf: messages must be an integer in 1.."):
         parse("zipf", messages=0)
