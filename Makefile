@@ -49,7 +49,7 @@ INFRA_LOG := .cache/tests-infra.log
 SKIPS_LOG := .cache/tests-skipped.txt
 SKIPS_END := $(PY) tests/skips.py end $(SKIPS_LOG)
 
-test: setup browser  ## unit + conformance + analytical tests (the slowest listed: the suite must stay under 30 min)
+test: setup browser  ## unit + conformance + analytical tests (the slowest listed: the suite must stay under 35 min)
 	@mkdir -p $(dir $(SKIPS_LOG)) && rm -f $(SKIPS_LOG) && $(PY) tests/skips.py start
 	@export SKEWBENCH_SKIPS=$(abspath $(SKIPS_LOG)); \
 	$(MAKE) --no-print-directory -f infra/cluster.mk infra-setup infra-lint-setup & venvs=$$!; \

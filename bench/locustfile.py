@@ -24,6 +24,7 @@ import time
 from functools import lru_cache
 
 import gevent
+import locust.runners
 import numpy as np
 from locust import LoadTestShape, User, events, task
 from locust.exception import StopUser
@@ -34,6 +35,11 @@ from skewbench.bench.schedule import intended_times, parse_schedule
 CHUNK = 2000  # messages per transaction at most: a late user catches up in bounded steps
 LEAD = 1.0  # seconds between the first user's start and message 0: every user is ready by then
 IDLE = 0.005  # the longest a user sleeps before it looks again: the schedule's resolution
+# A worker's first user builds its stream (imports, numba's compilation) without yielding, so on a loaded machine
+# its heartbeats stop for seconds; after locust's 3 missed ones the master calls it missing and stops the test with
+# the stream half sent. The master waits this many heartbeats (1 s each) instead, locust's own patience with a
+# silent master.
+locust.runners.HEARTBEAT_LIVENESS = 60
 
 
 @events.init_command_line_parser.add_listener

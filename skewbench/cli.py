@@ -27,6 +27,10 @@ class UsageError(ValueError):
     """Bad input from the user: reported in one line, exit code 2."""
 
 
+class Failed(RuntimeError):
+    """A command that ran and failed (not the user's input): reported in one line, exit code 1."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, its refusals in one line (argparse prints the usage too) and exit code 2."""
 
@@ -516,12 +520,14 @@ def _calibrated(args, study):
                        + ([f"--schemes={args.schemes}"] if args.schemes else [])
                        + ([f"--out={args.out}"] if args.out else []))
     from skewbench.bench.driver import BenchError, cluster_model
-    from skewbench.bench.spark.run import RunError
+    from skewbench.bench.spark.run import RunError, RunFailed
 
     try:
         return cluster_model([study])
     except (BenchError, RunError) as exc:
         raise UsageError(str(exc)) from None
+    except RunFailed as exc:  # no calibration run passed: no model to advise with
+        raise Failed(f"the engine calibration failed: {exc}") from None
 
 
 def cmd_study(args) -> int:
@@ -868,6 +874,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, WorkloadError, ResultExists) as exc:
         print(f"skewbench: error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except Failed as exc:
+        print(f"skewbench: {_one_line(str(exc))}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("skewbench: interrupted; nothing was written as complete", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -135,3 +135,20 @@ def test_an_adaptive_pick_says_what_its_plans_cost():
                           "keys moved per plan": [65, np.nan], "moved share per plan": [0.006, np.nan]})
     reason = recommend(table, p1=0.05).iloc[0]["reason"]
     assert "its plan, 250 table entries, took 12 ms and the next moved 65 keys (0.6% of the messages' state)" in reason
+
+
+def test_a_calibration_that_failed_is_one_line_and_exit_1(capsys, monkeypatch):
+    """advise --calibrate whose calibration runs all failed (driver.cluster_model raises RunFailed): the
+    reason in one line, no traceback, exit code 1 (the cluster is not the user's input)."""
+    import skewbench.bench.driver as driver
+    import skewbench.cli as cli
+    from skewbench.bench.spark.run import RunFailed
+
+    def failing(studies):
+        raise RunFailed("1 of 1 engine-calibration runs failed: engine-W10: incorrect answer")
+
+    monkeypatch.setattr(cli, "_in_cluster_python", lambda command, argv: None)  # PySpark here or not
+    monkeypatch.setattr(driver, "cluster_model", failing)
+    code, out, err = advise(capsys, "--workload", "zipf:z=1.0,keys=100", "--calibrate", "--messages", "2000")
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("skewbench: the engine calibration failed: 1 of 1") and "incorrect answer" in err

@@ -12,6 +12,7 @@ from skewbench.analysis.fidelity import fidelity, with_work
 from skewbench.analysis.published import entries
 
 
+BAND = ("pi", 100)  # a figure's band around the seeds' median: their whole spread (no bootstrap: 5 seeds)
 SMOKE_RUN = ("A smoke run (make bench QUICK=1, skewbench bench --quick): every study, app and a few schemes "
              "once, on small batches, to check that everything runs and gives the single-process reference's "
              "answer. Its numbers are not measurements (too few and too small runs) and it draws no conclusions: "

@@ -16,14 +16,13 @@ import pandas as pd
 import seaborn as sns
 from skewbench.analysis.published import published
 from skewbench.analysis.sections import common
-from skewbench.analysis.sections.common import figure, markdown, study_table
+from skewbench.analysis.sections.common import BAND, figure, markdown, study_table
 
 TABLES = ("fang_hash_skew", "fang_planning", "fang_discretization", "fang_fluctuation", "fang_real_theta",
           "fang_real_scale_out", "fang_tpch")
 NAMES = {"mixed": "Mixed", "mixed-brute": "Mixed_BF", "mintable": "MinTable", "minmig": "MinMig", "llfd": "LLFD",
          "gedik-readj": "Readj", "pkg": "PKG", "kg": "Storm (hash)", "sg": "Ideal (shuffle)"}  # the paper's names
 PALETTE = dict(zip(NAMES.values(), sns.color_palette("tab10")))
-BAND = ("pi", 100)  # the whole spread of the seeds
 SPREAD = "Median over the seeds run (band: best to worst seed, where there are several)."
 # results.* entries are cited for "Figs. 7-15" as a whole: the figure each number is read from (Sec. 5).
 RESULTS_AT = {7: ("hash_max_over_min_load_40_instances",),

@@ -16,13 +16,12 @@ import pandas as pd
 import seaborn as sns
 from skewbench.analysis.published import published
 from skewbench.analysis.sections import common
-from skewbench.analysis.sections.common import figure, markdown, study_table
+from skewbench.analysis.sections.common import BAND, figure, markdown, study_table
 
 TABLES = ("gedik_resources", "gedik_skew", "gedik_sigma", "gedik_channels", "gedik_utility", "gedik_domain")
 NAMES = {"kg": "uniform hash", "consistent": "consistent hash", "gedik-scan": "scan", "gedik-redist": "redist",
          "gedik-readj": "readj"}  # the paper's names
 PALETTE = dict(zip(NAMES.values(), sns.color_palette("tab10")))
-BAND = ("pi", 100)  # the whole spread of the runs
 SPREAD = "Median over the runs; band or bar: best to worst run."
 METRICS = {"relative_migration": "migration m", "relative_imbalance": "imbalance b"}
 # results.* entries are cited for "Figs. 3-12" as a whole: the figure each number is read from (Sec. 5.3-5.5).

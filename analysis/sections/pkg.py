@@ -9,7 +9,7 @@ import pandas as pd
 import seaborn as sns
 from skewbench.analysis.fidelity import results_folders
 from skewbench.analysis.published import published
-from skewbench.analysis.sections.common import figure, floored, load, markdown
+from skewbench.analysis.sections.common import BAND, figure, floored, load, markdown
 
 PAPER_NAMES = {"kg": "Hashing", "potc": "PoTC", "on-greedy": "On-Greedy", "off-greedy": "Off-Greedy", "pkg": "PKG"}
 
@@ -65,7 +65,7 @@ def fig2(folder: Path) -> list[str]:
     data = data[(data.scheme != "pkg-global") | (data.sources == data.sources.min())]
     grid = sns.relplot(data=floored(data), x="workers", y="imbalance_fraction", hue="technique", col="workload",
                        col_wrap=3, kind="line", marker="o", height=2.8, facet_kws={"sharey": False},
-                       estimator="median", errorbar=("pi", 100))
+                       estimator="median", errorbar=BAND)
     for ax, (_, part) in zip(grid.axes.flat, data.groupby("workload", sort=True)):
         ax.set(xscale="log", yscale="log", ylabel="avg imbalance / messages")
         ax.axvline(2 / (part.p1_pct.iloc[0] / 100), color="grey", linestyle=":", linewidth=1)
@@ -93,7 +93,7 @@ def fig3(folder: Path) -> list[str]:
     rows = "workload" if "workload" in series else None
     grid = sns.relplot(data=floored(series), x="messages", y="imbalance_fraction", hue="technique",
                        col="workers_initial", row=rows, kind="line", height=2.6, aspect=1.3,
-                       facet_kws={"sharey": False, "sharex": False})
+                       estimator="median", errorbar=BAND, facet_kws={"sharey": False, "sharex": False})
     grid.set(yscale="log", ylabel="I(t) / t")
     return ["## PKG Fig. 3 — imbalance through time (S=5), with periodic probing (pkg-probe)",
             "H hashing, G global oracle, L5 local estimation at 5 sources, L5P1 the same probing the true loads "
@@ -105,7 +105,7 @@ def fig4(folder: Path) -> list[str]:
     if data is None:
         return []
     grid = sns.relplot(data=floored(data), x="workers", y="imbalance_fraction", hue="sources", style="split",
-                       kind="line", marker="o", height=3, palette="viridis")
+                       kind="line", marker="o", height=3, palette="viridis", estimator="median", errorbar=BAND)
     grid.set(xscale="log", yscale="log", ylabel="avg imbalance / messages")
     return ["## PKG Fig. 4 — skewed (by key) vs. uniform split of graph edges to sources", "",
             figure(folder, "pkg_fig4", grid), ""]
